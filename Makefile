@@ -1,0 +1,41 @@
+# Spark: `make demo` sets everything up and prints a real ghost-text suggestion; `make test` runs the suite.
+# Both install what is missing: system build tools (apt-get, as root), the default model, the release build.
+
+CARGO ?= cargo
+BIN := target/release/spark-lsp
+SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
+export SPARK_LSP_BIN
+
+.PHONY: all deps model build demo test test-rust test-editors lint bench clean-model
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+model:
+	@bash scripts/install-model.sh
+
+build: deps
+	$(CARGO) build --release --workspace --bins
+
+demo: deps model build
+	@echo "== spark-lsp doctor"
+	@./$(BIN) doctor
+	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
+	@./$(BIN) complete examples/demo.rs --at 18:5
+
+test: deps model build lint test-rust test-editors
+
+test-rust:
+	$(CARGO) test --release --workspace
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+test-editors:
+	@if [ -x tests/editors/run.sh ]; then bash tests/editors/run.sh; else echo "no editor tests"; fi
+
+bench: deps model build
+	$(CARGO) run --release -p spark-lsp --bin spark-bench

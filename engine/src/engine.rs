@@ -1,0 +1,437 @@
+//! The engine handle and its model thread. One OS thread owns the model, its context and KV cache; requests
+//! arrive over a channel with a cancel token and a deadline, and each gets exactly one answer on a oneshot.
+//! Newest wins: before each job the thread drains the queue and answers every superseded job at once.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, watch};
+
+use crate::error::EngineError;
+use crate::local::{self, LlamaLm};
+use crate::model_info::ModelInfo;
+use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
+
+/// Which model to load and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    pub model: ModelSource,
+    pub threads: usize,
+    pub n_ctx: u32,
+}
+
+/// Where the model comes from; `None` when nothing is configured and the default is not installed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    Path(PathBuf),
+    None,
+}
+
+/// The model's state, watched by the server (progress, status bar, `spark/status`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineState {
+    Loading { path: PathBuf },
+    Ready(Arc<ModelInfo>),
+    Failed { error: EngineError },
+}
+
+/// Totals over the engine's life, for `spark/status` and benchmarks.
+#[derive(Debug, Default)]
+pub struct EngineCounters {
+    pub requests: AtomicU64,
+    pub superseded: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub n_prompt: AtomicU64,
+    pub n_reused: AtomicU64,
+    pub n_decoded: AtomicU64,
+    pub n_generated: AtomicU64,
+    pub last: Mutex<Option<CompletionStats>>,
+}
+
+enum Command {
+    Complete(Job),
+    Reload(EngineConfig),
+    Shutdown,
+}
+
+struct Job {
+    request: CompletionRequest,
+    queued_at: Instant,
+    reply: oneshot::Sender<Result<Completion, EngineError>>,
+}
+
+/// The server's handle on the model thread. Cheap to share behind an `Arc`.
+pub struct Engine {
+    commands: Mutex<Sender<Command>>,
+    state: watch::Receiver<EngineState>,
+    counters: Arc<EngineCounters>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Starts the model thread; the model loads in the background (watch `subscribe()`).
+    pub fn start(config: EngineConfig) -> Engine {
+        let (commands, receiver) = mpsc::channel();
+        let initial = match &config.model {
+            ModelSource::Path(path) => EngineState::Loading { path: path.clone() },
+            ModelSource::None => EngineState::Failed { error: EngineError::NoModel },
+        };
+        let (state_tx, state) = watch::channel(initial);
+        let counters = Arc::new(EngineCounters::default());
+        let thread_counters = counters.clone();
+        let thread = std::thread::Builder::new()
+            .name("spark-model".into())
+            .spawn(move || model_thread(config, receiver, state_tx, thread_counters))
+            .expect("spawning the model thread");
+        Engine { commands: Mutex::new(commands), state, counters, thread: Mutex::new(Some(thread)) }
+    }
+
+    pub fn state(&self) -> EngineState {
+        self.state.borrow().clone()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<EngineState> {
+        self.state.clone()
+    }
+
+    pub fn counters(&self) -> &EngineCounters {
+        &self.counters
+    }
+
+    /// Waits until the model is ready or has failed.
+    pub async fn wait_ready(&self) -> Result<Arc<ModelInfo>, EngineError> {
+        let mut state = self.state.clone();
+        loop {
+            match state.borrow_and_update().clone() {
+                EngineState::Ready(info) => return Ok(info),
+                EngineState::Failed { error } => return Err(error),
+                EngineState::Loading { .. } => {}
+            }
+            if state.changed().await.is_err() {
+                return Err(EngineError::WorkerGone);
+            }
+        }
+    }
+
+    /// Runs a completion. While the model loads or after it failed, answers at once with an error.
+    pub async fn complete(&self, request: CompletionRequest) -> Result<Completion, EngineError> {
+        match self.state() {
+            EngineState::Ready(_) => {}
+            EngineState::Loading { .. } => return Err(EngineError::Loading),
+            EngineState::Failed { error } => return Err(error),
+        }
+        let (reply, answer) = oneshot::channel();
+        let job = Job { request, queued_at: Instant::now(), reply };
+        self.send(Command::Complete(job))?;
+        answer.await.map_err(|_| EngineError::WorkerGone)?
+    }
+
+    /// Loads another model (or the same one with other settings) without restarting the server.
+    pub fn reload(&self, config: EngineConfig) -> Result<(), EngineError> {
+        self.send(Command::Reload(config))
+    }
+
+    fn send(&self, command: Command) -> Result<(), EngineError> {
+        let commands = self.commands.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        commands.send(command).map_err(|_| EngineError::WorkerGone)
+    }
+
+    /// Stops the model thread and waits for it.
+    pub fn shutdown(&self) {
+        let _ = self.send(Command::Shutdown);
+        let thread = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// What the serve loop tells the outer loop when it returns.
+enum Next {
+    Load(EngineConfig),
+    Stop,
+}
+
+fn model_thread(
+    mut config: EngineConfig,
+    commands: Receiver<Command>,
+    state: watch::Sender<EngineState>,
+    counters: Arc<EngineCounters>,
+) {
+    loop {
+        let next = match &config.model {
+            ModelSource::None => {
+                state.send_replace(EngineState::Failed { error: EngineError::NoModel });
+                serve_without_model(&commands, &EngineError::NoModel)
+            }
+            ModelSource::Path(path) => {
+                state.send_replace(EngineState::Loading { path: path.clone() });
+                tracing::info!(path = %path.display(), threads = config.threads, "loading model");
+                let loaded = catch_unwind(AssertUnwindSafe(|| local::load_model(path, config.threads, config.n_ctx)))
+                    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
+                match loaded {
+                    Err(error) => {
+                        tracing::error!(%error, "model not loaded");
+                        state.send_replace(EngineState::Failed { error: error.clone() });
+                        serve_without_model(&commands, &error)
+                    }
+                    Ok((model, info)) => match LlamaLm::new(&model, &info) {
+                        Err(error) => {
+                            state.send_replace(EngineState::Failed { error: error.clone() });
+                            serve_without_model(&commands, &error)
+                        }
+                        Ok(lm) => {
+                            tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
+                            let info = Arc::new(info);
+                            let mut session = Session::new(lm, info.fim.clone());
+                            state.send_replace(EngineState::Ready(info));
+                            serve(&mut session, &commands, &counters)
+                        }
+                    },
+                }
+            }
+        };
+        match next {
+            Next::Load(new_config) => config = new_config,
+            Next::Stop => return,
+        }
+    }
+}
+
+/// Answers every job with the load error until the configuration changes.
+fn serve_without_model(commands: &Receiver<Command>, error: &EngineError) -> Next {
+    loop {
+        match commands.recv() {
+            Ok(Command::Complete(job)) => {
+                let _ = job.reply.send(Err(error.clone()));
+            }
+            Ok(Command::Reload(config)) => return Next::Load(config),
+            Ok(Command::Shutdown) | Err(_) => return Next::Stop,
+        }
+    }
+}
+
+fn serve<M: crate::session::LanguageModel>(
+    session: &mut Session<M>,
+    commands: &Receiver<Command>,
+    counters: &EngineCounters,
+) -> Next {
+    let mut queue: Vec<Job> = Vec::new();
+    loop {
+        if queue.is_empty() {
+            match commands.recv_timeout(Duration::from_secs(3600)) {
+                Ok(command) => {
+                    if let Some(next) = enqueue(command, &mut queue) {
+                        answer_all(queue, EngineError::WorkerGone);
+                        return next;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Next::Stop,
+            }
+        }
+        // Drain what else is waiting, then keep only the newest job of each lane.
+        while let Ok(command) = commands.try_recv() {
+            if let Some(next) = enqueue(command, &mut queue) {
+                answer_all(queue, EngineError::WorkerGone);
+                return next;
+            }
+        }
+        let Some(job) = take_newest(&mut queue, counters) else { continue };
+        if job.request.cancel.is_cancelled() || job.reply.is_closed() {
+            counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            let _ = job.reply.send(Ok(empty(StopReason::Cancelled)));
+            continue;
+        }
+        counters.requests.fetch_add(1, Ordering::Relaxed);
+        let result = catch_unwind(AssertUnwindSafe(|| session.complete(&job.request, job.queued_at)));
+        let result = match result {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic_message(&panic);
+                tracing::error!(%message, "panic on the model thread; cache reset");
+                session.reset();
+                Err(EngineError::Panicked(message))
+            }
+        };
+        if let Ok(completion) = &result {
+            record(counters, completion);
+        }
+        let _ = job.reply.send(result);
+    }
+}
+
+/// Adds a job to the queue; returns what to do instead when the command is not a job.
+fn enqueue(command: Command, queue: &mut Vec<Job>) -> Option<Next> {
+    match command {
+        Command::Complete(job) => {
+            queue.push(job);
+            None
+        }
+        Command::Reload(config) => Some(Next::Load(config)),
+        Command::Shutdown => Some(Next::Stop),
+    }
+}
+
+/// Picks the job to run: the newest of the oldest lane. Older jobs of every lane are answered as superseded.
+fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
+    let mut newest_by_lane: HashMap<u64, usize> = HashMap::new();
+    for (idx, job) in queue.iter().enumerate() {
+        newest_by_lane.insert(job.request.lane, idx);
+    }
+    let mut kept = Vec::new();
+    for (idx, job) in queue.drain(..).enumerate() {
+        if newest_by_lane.get(&job.request.lane) == Some(&idx) {
+            kept.push(job);
+        } else {
+            counters.superseded.fetch_add(1, Ordering::Relaxed);
+            let _ = job.reply.send(Ok(empty(StopReason::Superseded)));
+        }
+    }
+    *queue = kept;
+    if queue.is_empty() {
+        None
+    } else {
+        Some(queue.remove(0))
+    }
+}
+
+fn answer_all(queue: Vec<Job>, error: EngineError) {
+    for job in queue {
+        let _ = job.reply.send(Err(error.clone()));
+    }
+}
+
+fn empty(stop: StopReason) -> Completion {
+    Completion { text: String::new(), stop, stats: CompletionStats::default() }
+}
+
+fn record(counters: &EngineCounters, completion: &Completion) {
+    let stats = completion.stats;
+    if completion.stop == StopReason::Cancelled {
+        counters.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+    counters.n_prompt.fetch_add(stats.n_prompt as u64, Ordering::Relaxed);
+    counters.n_reused.fetch_add(stats.n_reused as u64, Ordering::Relaxed);
+    counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
+    counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
+    *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
+    tracing::debug!(
+        n_prompt = stats.n_prompt,
+        n_reused = stats.n_reused,
+        n_decoded = stats.n_decoded,
+        n_generated = stats.n_generated,
+        queue_ms = stats.queue_ms,
+        prompt_ms = stats.prompt_ms,
+        total_ms = stats.total_ms,
+        stop = ?completion.stop,
+        "completion"
+    );
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::fake::FakeModel;
+    use crate::session::StopMode;
+    use tokio_util::sync::CancellationToken;
+
+    fn job(lane: u64, prefix: &str) -> (Job, oneshot::Receiver<Result<Completion, EngineError>>) {
+        let (reply, answer) = oneshot::channel();
+        let request = CompletionRequest {
+            lane,
+            header: String::new(),
+            prefix: prefix.to_owned(),
+            suffix: String::new(),
+            mode: StopMode::Line,
+            indent: String::new(),
+            max_tokens: 8,
+            max_lines: 4,
+            deadline: Instant::now() + Duration::from_secs(10),
+            cancel: CancellationToken::new(),
+        };
+        (Job { request, queued_at: Instant::now(), reply }, answer)
+    }
+
+    #[test]
+    fn newest_job_of_a_lane_wins_and_every_job_is_answered() {
+        let (sender, receiver) = mpsc::channel();
+        let mut answers = Vec::new();
+        for (lane, prefix) in [(1, "a"), (1, "ab"), (2, "x"), (1, "abc")] {
+            let (job, answer) = job(lane, prefix);
+            sender.send(Command::Complete(job)).unwrap();
+            answers.push(answer);
+        }
+        sender.send(Command::Shutdown).unwrap();
+        let counters = EngineCounters::default();
+        let mut session = Session::new(FakeModel::new("zz"), None);
+        // The loop drains all four jobs at once, runs the newest of each lane, then sees Shutdown.
+        let (first, _) = job(3, "warm");
+        let mut queue = vec![first];
+        while let Ok(command) = receiver.try_recv() {
+            if enqueue(command, &mut queue).is_some() {
+                break;
+            }
+        }
+        let mut ran = Vec::new();
+        while let Some(job) = take_newest(&mut queue, &counters) {
+            ran.push(job.request.prefix.clone());
+            let result = session.complete(&job.request, job.queued_at);
+            let _ = job.reply.send(result);
+        }
+        assert_eq!(ran, vec!["warm", "x", "abc"]);
+        let stops: Vec<StopReason> =
+            answers.into_iter().map(|mut answer| answer.try_recv().unwrap().unwrap().stop).collect();
+        assert_eq!(stops[0], StopReason::Superseded);
+        assert_eq!(stops[1], StopReason::Superseded);
+        assert_ne!(stops[2], StopReason::Superseded);
+        assert_ne!(stops[3], StopReason::Superseded);
+        assert_eq!(counters.superseded.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn missing_model_fails_clearly_and_answers_at_once() {
+        let engine = Engine::start(EngineConfig {
+            model: ModelSource::Path("/nonexistent/model.gguf".into()),
+            threads: 1,
+            n_ctx: 512,
+        });
+        let error = engine.wait_ready().await.unwrap_err();
+        assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
+        let (job, _) = job(1, "a");
+        let error = engine.complete(job.request).await.unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/model.gguf"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_gguf_is_refused_before_llama_cpp_sees_it() {
+        let dir = std::env::temp_dir().join(format!("spark-engine-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("not-a-model.gguf");
+        std::fs::write(&path, b"hello, this is text").unwrap();
+        let engine = Engine::start(EngineConfig { model: ModelSource::Path(path.clone()), threads: 1, n_ctx: 512 });
+        let error = engine.wait_ready().await.unwrap_err();
+        assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,183 @@
+//! The local backend: llama.cpp through `llama-cpp-2`. Only this module touches llama.cpp.
+
+use std::io::Read;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::error::EngineError;
+use crate::model_info::{FimFamily, ModelInfo};
+use crate::session::{LanguageModel, Token};
+
+/// llama.cpp's global state may be initialised once per process; models come and go, the backend stays.
+fn backend() -> Result<&'static LlamaBackend, EngineError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|reason| EngineError::Unavailable(format!("llama.cpp backend: {reason}")))
+}
+
+/// Checks that `path` exists and starts with the GGUF magic, so that a wrong file gets a clear message
+/// instead of whatever llama.cpp says about it.
+pub fn check_gguf(path: &Path) -> Result<u64, EngineError> {
+    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing { path: path.to_owned() })?;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut magic));
+    if read.is_err() || &magic != b"GGUF" {
+        return Err(EngineError::NotGguf { path: path.to_owned() });
+    }
+    Ok(metadata.len())
+}
+
+/// Loads a model file (memory-mapped) and reads what Spark needs to know about it.
+pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel, ModelInfo), EngineError> {
+    let size_bytes = check_gguf(path)?;
+    let backend = backend()?;
+    let started = Instant::now();
+    let params = LlamaModelParams::default().with_use_mmap(true);
+    let model = LlamaModel::load_from_file(backend, path, &params).map_err(|error| EngineError::LoadFailed {
+        path: path.to_owned(),
+        reason: format!("{error} (truncated or unsupported GGUF?)"),
+    })?;
+    let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
+    let name = model.meta_val_str("general.name").unwrap_or_default();
+    let has_chat_template = model.meta_val_str("tokenizer.chat_template").is_ok();
+    let vocab = model.vocab();
+    let fim = fim_template(&vocab, &architecture);
+    let info = ModelInfo {
+        path: path.to_owned(),
+        size_bytes,
+        architecture,
+        name,
+        n_params: model.n_params(),
+        n_vocab: usize::try_from(vocab.n_tokens()).unwrap_or(0),
+        n_ctx_train: model.n_ctx_train(),
+        n_ctx: n_ctx.min(model.n_ctx_train().max(512)),
+        threads,
+        fim,
+        has_chat_template,
+        load_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    Ok((model, info))
+}
+
+fn fim_template(vocab: &llama_cpp_2::vocab::LlamaVocab<'_>, architecture: &str) -> Option<crate::model_info::FimTemplate> {
+    let text_of = |token: LlamaToken| -> Option<String> {
+        if token.0 < 0 {
+            return None;
+        }
+        vocab.text(token).and_then(|text| text.to_str().ok()).map(str::to_owned)
+    };
+    let pre = text_of(vocab.fim_pre())?;
+    let suf = text_of(vocab.fim_suf())?;
+    let mid = text_of(vocab.fim_mid())?;
+    let family = FimFamily::detect(architecture, &pre);
+    Some(family.template(Some((&pre, &suf, &mid))))
+}
+
+/// A context over a loaded model, implementing the session's view of a model.
+pub struct LlamaLm<'m> {
+    model: &'m LlamaModel,
+    context: LlamaContext<'m>,
+    batch: LlamaBatch<'static>,
+    batch_capacity: usize,
+    sampler: LlamaSampler,
+    last_logits_idx: i32,
+    n_ctx: usize,
+}
+
+impl<'m> LlamaLm<'m> {
+    pub fn new(model: &'m LlamaModel, info: &ModelInfo) -> Result<Self, EngineError> {
+        let backend = backend()?;
+        let n_threads = i32::try_from(info.threads).unwrap_or(1);
+        let batch_capacity = 512;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(info.n_ctx))
+            .with_n_batch(batch_capacity as u32)
+            .with_n_ubatch(batch_capacity as u32)
+            .with_n_threads(n_threads)
+            .with_n_threads_batch(n_threads);
+        let context = model
+            .new_context(backend, params)
+            .map_err(|error| EngineError::LoadFailed { path: info.path.clone(), reason: error.to_string() })?;
+        Ok(LlamaLm {
+            model,
+            n_ctx: context.n_ctx() as usize,
+            context,
+            batch: LlamaBatch::new(batch_capacity, 1),
+            batch_capacity,
+            sampler: LlamaSampler::greedy(),
+            last_logits_idx: 0,
+        })
+    }
+}
+
+impl LanguageModel for LlamaLm<'_> {
+    fn tokenize(&self, text: &str, parse_special: bool) -> Vec<Token> {
+        self.model.vocab().tokenize(text.as_bytes(), false, parse_special).into_iter().map(|token| token.0).collect()
+    }
+
+    fn bos(&self) -> Option<Token> {
+        let vocab = self.model.vocab();
+        (vocab.should_add_bos() && vocab.bos().0 >= 0).then(|| vocab.bos().0)
+    }
+
+    fn piece(&self, token: Token) -> Vec<u8> {
+        self.model.vocab().token_to_piece(LlamaToken(token), false, None)
+    }
+
+    fn is_end_of_generation(&self, token: Token) -> bool {
+        self.model.vocab().is_eog(LlamaToken(token))
+    }
+
+    fn n_ctx(&self) -> usize {
+        self.n_ctx
+    }
+
+    fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
+        let n_keep = u32::try_from(n_keep).map_err(|error| EngineError::Decode(error.to_string()))?;
+        match self.context.clear_kv_cache_seq(Some(0), Some(n_keep), None) {
+            Ok(true) => Ok(()),
+            // A partial removal can fail for recurrent models: start over from an empty cache.
+            Ok(false) | Err(_) => {
+                self.context.clear_kv_cache();
+                Err(EngineError::Decode("the KV cache could not be truncated; it was cleared".into()))
+            }
+        }
+    }
+
+    fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
+        for (chunk_idx, chunk) in tokens.chunks(self.batch_capacity).enumerate() {
+            self.batch.clear();
+            let chunk_pos = first_pos + chunk_idx * self.batch_capacity;
+            for (tok_idx, token) in chunk.iter().enumerate() {
+                let is_last = tok_idx + 1 == chunk.len();
+                let pos = i32::try_from(chunk_pos + tok_idx).map_err(|error| EngineError::Decode(error.to_string()))?;
+                self.batch
+                    .add(LlamaToken(*token), pos, &[0], is_last)
+                    .map_err(|error| EngineError::Decode(error.to_string()))?;
+            }
+            self.context.decode(&mut self.batch).map_err(|error| EngineError::Decode(error.to_string()))?;
+            self.last_logits_idx = self.batch.n_tokens() - 1;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self) -> Token {
+        self.sampler.sample(&self.context, self.last_logits_idx).0
+    }
+}

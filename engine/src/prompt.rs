@@ -1,0 +1,133 @@
+//! Prompt layout, a pure function: stable parts first (header: file name, imports, other files' chunks), the
+//! local window last, so that typing invalidates as few cached tokens as possible.
+
+use crate::model_info::FimTemplate;
+
+/// The text around the cursor that a completion prompt is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct PromptInput<'a> {
+    /// Context that changes rarely: the file's path comment, its imports, chunks of other files.
+    pub header: &'a str,
+    /// The document text before the cursor, in a window chosen by the caller.
+    pub prefix: &'a str,
+    /// The document text after the cursor, in a window chosen by the caller.
+    pub suffix: &'a str,
+}
+
+/// Renders the prompt. With a FIM template the markers are special tokens (tokenize with special parsing on);
+/// without one the model continues the prefix and the suffix is used only to stop and trim.
+pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
+    let PromptInput { header, prefix, suffix } = input;
+    match fim {
+        None => format!("{header}{prefix}"),
+        Some(template) if template.suffix_first => format!(
+            "{}{suffix}{}{header}{prefix}",
+            template.suffix_marker, template.prefix_marker
+        ),
+        Some(template) => format!(
+            "{}{header}{prefix}{}{suffix}{}",
+            template.prefix_marker, template.suffix_marker, template.middle_marker
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_info::FimFamily;
+    use expect_test::{expect, Expect};
+
+    fn check(family: Option<FimFamily>, expect: Expect) {
+        let template = family.map(|family| family.template(None));
+        let input = PromptInput { header: "// a.rs\n", prefix: "fn main() {\n    let x", suffix: ";\n}\n" };
+        let rendered = render(template.as_ref(), input);
+        let stops = template.map(|template| template.stop_strings.join(" ")).unwrap_or_default();
+        expect.assert_eq(&format!("{rendered}\n-- stops: {stops}"));
+    }
+
+    #[test]
+    fn prefix_only_for_models_without_fim() {
+        check(None, expect![[r#"
+            // a.rs
+            fn main() {
+                let x
+            -- stops: "#]]);
+    }
+
+    #[test]
+    fn qwen_coder() {
+        check(Some(FimFamily::QwenCoder), expect![[r#"
+            <|fim_prefix|>// a.rs
+            fn main() {
+                let x<|fim_suffix|>;
+            }
+            <|fim_middle|>
+            -- stops: <|endoftext|> <|fim_pad|> <|repo_name|> <|file_sep|> <|im_end|>"#]]);
+    }
+
+    #[test]
+    fn starcoder2() {
+        check(Some(FimFamily::StarCoder2), expect![[r#"
+            <fim_prefix>// a.rs
+            fn main() {
+                let x<fim_suffix>;
+            }
+            <fim_middle>
+            -- stops: <|endoftext|> <fim_pad> <file_sep>"#]]);
+    }
+
+    #[test]
+    fn codegemma() {
+        check(Some(FimFamily::CodeGemma), expect![[r#"
+            <|fim_prefix|>// a.rs
+            fn main() {
+                let x<|fim_suffix|>;
+            }
+            <|fim_middle|>
+            -- stops: <|file_separator|> <eos> <end_of_turn>"#]]);
+    }
+
+    #[test]
+    fn deepseek_coder() {
+        check(Some(FimFamily::DeepSeekCoder), expect![[r#"
+            <｜fim▁begin｜>// a.rs
+            fn main() {
+                let x<｜fim▁hole｜>;
+            }
+            <｜fim▁end｜>
+            -- stops: <｜end▁of▁sentence｜> <|EOT|>"#]]);
+    }
+
+    #[test]
+    fn codestral_is_suffix_first() {
+        check(Some(FimFamily::Codestral), expect![[r#"
+            [SUFFIX];
+            }
+            [PREFIX]// a.rs
+            fn main() {
+                let x
+            -- stops: </s>"#]]);
+    }
+
+    #[test]
+    fn codellama() {
+        check(Some(FimFamily::CodeLlama), expect![[r#"
+            <PRE> // a.rs
+            fn main() {
+                let x <SUF>;
+            }
+             <MID>
+            -- stops: <EOT> </s>"#]]);
+    }
+
+    #[test]
+    fn family_detection() {
+        assert_eq!(FimFamily::detect("qwen2", "<|fim_prefix|>"), FimFamily::QwenCoder);
+        assert_eq!(FimFamily::detect("gemma", "<|fim_prefix|>"), FimFamily::CodeGemma);
+        assert_eq!(FimFamily::detect("starcoder2", "<fim_prefix>"), FimFamily::StarCoder2);
+        assert_eq!(FimFamily::detect("llama", "<｜fim▁begin｜>"), FimFamily::DeepSeekCoder);
+        assert_eq!(FimFamily::detect("llama", "[PREFIX]"), FimFamily::Codestral);
+        assert_eq!(FimFamily::detect("llama", "▁<PRE>"), FimFamily::CodeLlama);
+        assert_eq!(FimFamily::detect("llama", "<pre>"), FimFamily::Generic);
+    }
+}

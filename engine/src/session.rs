@@ -1,0 +1,438 @@
+//! One model session: the tokens in the KV cache, longest-common-prefix reuse, and the generation loop with its
+//! stop rules, cancellation and deadline. Generic over `LanguageModel` so that it is tested with a scripted fake.
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::EngineError;
+use crate::model_info::FimTemplate;
+use crate::postprocess::{self, StopContext};
+use crate::prompt::{self, PromptInput};
+
+/// Tokens are plain ids here; the backend maps them to its own type.
+pub type Token = i32;
+
+/// Where a suggestion should end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    /// The cursor is mid-line: complete the rest of this line only.
+    Line,
+    /// The cursor is at the end of a line or on an empty one: complete up to the end of the block.
+    Block,
+}
+
+/// A fill-in request, editor-neutral.
+#[derive(Debug, Clone)]
+pub struct CompletionRequest {
+    /// Requests in one lane (one document) supersede each other: only the newest runs.
+    pub lane: u64,
+    pub header: String,
+    pub prefix: String,
+    pub suffix: String,
+    pub mode: StopMode,
+    /// Leading whitespace of the cursor's line.
+    pub indent: String,
+    /// Zero means: only bring the prompt into the KV cache (a warm-up), generate nothing.
+    pub max_tokens: usize,
+    pub max_lines: usize,
+    pub deadline: Instant,
+    pub cancel: CancellationToken,
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndOfGeneration,
+    StopRule,
+    MaxTokens,
+    ContextFull,
+    Deadline,
+    Cancelled,
+    Superseded,
+    WarmedUp,
+}
+
+/// Counters of one request: they show prefix reuse without relying on timings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompletionStats {
+    pub n_prompt: usize,
+    pub n_reused: usize,
+    pub n_decoded: usize,
+    pub n_generated: usize,
+    pub queue_ms: u64,
+    pub prompt_ms: u64,
+    pub total_ms: u64,
+}
+
+/// The answer: the text to insert at the cursor (empty when nothing worth showing was found).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub text: String,
+    pub stop: StopReason,
+    pub stats: CompletionStats,
+}
+
+/// What the session needs from a model backend.
+pub trait LanguageModel {
+    /// Tokenizes without adding BOS; `parse_special` turns marker text into special tokens.
+    fn tokenize(&self, text: &str, parse_special: bool) -> Vec<Token>;
+    fn bos(&self) -> Option<Token>;
+    fn piece(&self, token: Token) -> Vec<u8>;
+    fn is_end_of_generation(&self, token: Token) -> bool;
+    fn n_ctx(&self) -> usize;
+    /// Drops every cached position at or after `n_keep`.
+    fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError>;
+    /// Evaluates `tokens` at positions `first_pos..`, leaving the logits of the last one ready to sample.
+    fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError>;
+    fn sample(&mut self) -> Token;
+}
+
+/// Prompt tokens are evaluated in chunks so that a cancel lands within one chunk; what was evaluated stays
+/// cached, so a cancelled cold prompt still warms the cache for the next keystroke.
+const PROMPT_CHUNK: usize = 128;
+
+pub struct Session<M> {
+    pub model: M,
+    pub fim: Option<FimTemplate>,
+    cached: Vec<Token>,
+}
+
+impl<M: LanguageModel> Session<M> {
+    pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
+        Session { model, fim, cached: Vec::new() }
+    }
+
+    /// Tokens currently in the KV cache, in order.
+    pub fn cached_tokens(&self) -> &[Token] {
+        &self.cached
+    }
+
+    /// Forgets the cache (after a failure left it in an unknown state).
+    pub fn reset(&mut self) {
+        let _ = self.model.truncate_cache(0);
+        self.cached.clear();
+    }
+
+    pub fn complete(&mut self, request: &CompletionRequest, queued_at: Instant) -> Result<Completion, EngineError> {
+        let started = Instant::now();
+        let mut stats = CompletionStats { queue_ms: millis(started - queued_at), ..Default::default() };
+        let tokens = self.prompt_tokens(request);
+        stats.n_prompt = tokens.len();
+
+        let n_common = common_prefix_len(&self.cached, &tokens);
+        // At least one token is decoded so that fresh logits exist for the first sample.
+        let n_keep = n_common.min(tokens.len().saturating_sub(1));
+        if n_keep < self.cached.len() {
+            self.model.truncate_cache(n_keep)?;
+            self.cached.truncate(n_keep);
+        }
+        stats.n_reused = n_keep;
+        for chunk in tokens[n_keep..].chunks(PROMPT_CHUNK) {
+            if request.cancel.is_cancelled() {
+                return Ok(self.finish(String::new(), StopReason::Cancelled, stats, started));
+            }
+            let first_pos = self.cached.len();
+            if let Err(error) = self.model.decode(chunk, first_pos) {
+                self.reset();
+                return Err(error);
+            }
+            self.cached.extend_from_slice(chunk);
+            stats.n_decoded += chunk.len();
+        }
+        stats.prompt_ms = millis(started.elapsed());
+        if request.max_tokens == 0 {
+            return Ok(self.finish(String::new(), StopReason::WarmedUp, stats, started));
+        }
+
+        let stop_context = StopContext {
+            mode: request.mode,
+            indent: &request.indent,
+            suffix: &request.suffix,
+            max_lines: request.max_lines,
+        };
+        let stop_strings: &[String] = self.fim.as_ref().map(|fim| fim.stop_strings.as_slice()).unwrap_or(&[]);
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut text = String::new();
+        let stop = loop {
+            if request.cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            if stats.n_generated >= request.max_tokens {
+                break StopReason::MaxTokens;
+            }
+            if Instant::now() >= request.deadline {
+                break StopReason::Deadline;
+            }
+            let token = self.model.sample();
+            if self.model.is_end_of_generation(token) {
+                break StopReason::EndOfGeneration;
+            }
+            bytes.extend_from_slice(&self.model.piece(token));
+            text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
+            if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop.as_str())).min() {
+                text.truncate(cut);
+                break StopReason::StopRule;
+            }
+            if let Some(cut) = postprocess::stop_at(&text, &stop_context) {
+                text.truncate(cut);
+                break StopReason::StopRule;
+            }
+            if self.cached.len() + 1 >= self.model.n_ctx() {
+                break StopReason::ContextFull;
+            }
+            let pos = self.cached.len();
+            if let Err(error) = self.model.decode(&[token], pos) {
+                self.reset();
+                return Err(error);
+            }
+            self.cached.push(token);
+            stats.n_generated += 1;
+        };
+        if stop == StopReason::Cancelled {
+            return Ok(self.finish(String::new(), stop, stats, started));
+        }
+        if stop == StopReason::Deadline || stop == StopReason::MaxTokens {
+            // A block cut by time or length keeps only its complete lines.
+            if request.mode == StopMode::Block {
+                if let Some(last_newline) = text.rfind('\n') {
+                    text.truncate(last_newline);
+                }
+            }
+        }
+        let text = postprocess::finalize(&text, &stop_context).unwrap_or_default();
+        Ok(self.finish(text, stop, stats, started))
+    }
+
+    fn finish(&self, text: String, stop: StopReason, mut stats: CompletionStats, started: Instant) -> Completion {
+        stats.total_ms = millis(started.elapsed());
+        Completion { text, stop, stats }
+    }
+
+    /// BOS, then the rendered prompt; when it does not fit the context, the oldest prefix tokens go, in
+    /// 256-token steps so that the start stays put while the user types.
+    fn prompt_tokens(&self, request: &CompletionRequest) -> Vec<Token> {
+        let rendered = prompt::render(
+            self.fim.as_ref(),
+            PromptInput { header: &request.header, prefix: &request.prefix, suffix: &request.suffix },
+        );
+        let mut tokens: Vec<Token> = self.model.bos().into_iter().collect();
+        let n_head = tokens.len();
+        tokens.extend(self.model.tokenize(&rendered, self.fim.is_some()));
+        let budget = self.model.n_ctx().saturating_sub(request.max_tokens + 8).max(16);
+        if tokens.len() > budget {
+            let excess = tokens.len() - budget;
+            let n_drop = excess.div_ceil(256) * 256;
+            let n_drop = n_drop.min(tokens.len() - n_head - 1);
+            tokens.drain(n_head..n_head + n_drop);
+        }
+        tokens
+    }
+}
+
+/// Length of the longest common prefix of two token sequences.
+pub fn common_prefix_len(a: &[Token], b: &[Token]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The longest prefix of `bytes` that is valid UTF-8: a multi-byte character may span two tokens.
+fn valid_utf8_prefix(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes,
+        Err(error) if error.error_len().is_none() => &bytes[..error.valid_up_to()],
+        Err(_) => bytes,
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! A scripted model: one token per character; after the prompt it "generates" a fixed continuation.
+
+    use super::*;
+
+    pub struct FakeModel {
+        pub continuation: String,
+        pub cache: Vec<Token>,
+        pub prompt_len: usize,
+        pub n_ctx: usize,
+        pub decoded_total: usize,
+        pub eog_after: bool,
+    }
+
+    pub const EOG: Token = -2;
+    pub const BOS: Token = -1;
+
+    impl FakeModel {
+        pub fn new(continuation: &str) -> Self {
+            FakeModel {
+                continuation: continuation.to_owned(),
+                cache: Vec::new(),
+                prompt_len: 0,
+                n_ctx: 4096,
+                decoded_total: 0,
+                eog_after: true,
+            }
+        }
+    }
+
+    impl LanguageModel for FakeModel {
+        fn tokenize(&self, text: &str, _parse_special: bool) -> Vec<Token> {
+            text.chars().map(|ch| ch as Token).collect()
+        }
+        fn bos(&self) -> Option<Token> {
+            Some(BOS)
+        }
+        fn piece(&self, token: Token) -> Vec<u8> {
+            char::from_u32(token as u32).map(|ch| ch.to_string().into_bytes()).unwrap_or_default()
+        }
+        fn is_end_of_generation(&self, token: Token) -> bool {
+            token == EOG
+        }
+        fn n_ctx(&self) -> usize {
+            self.n_ctx
+        }
+        fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
+            self.cache.truncate(n_keep);
+            Ok(())
+        }
+        fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
+            assert_eq!(first_pos, self.cache.len(), "decode must append at the end of the cache");
+            self.cache.extend_from_slice(tokens);
+            self.decoded_total += tokens.len();
+            if tokens.len() > 1 || self.prompt_len == 0 {
+                self.prompt_len = self.cache.len();
+            }
+            Ok(())
+        }
+        fn sample(&mut self) -> Token {
+            let n_generated = self.cache.len() - self.prompt_len;
+            match self.continuation.chars().nth(n_generated) {
+                Some(ch) => ch as Token,
+                None if self.eog_after => EOG,
+                None => ' ' as Token,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::*;
+    use super::*;
+
+    fn request(prefix: &str, suffix: &str, mode: StopMode) -> CompletionRequest {
+        CompletionRequest {
+            lane: 1,
+            header: String::new(),
+            prefix: prefix.to_owned(),
+            suffix: suffix.to_owned(),
+            mode,
+            indent: String::new(),
+            max_tokens: 64,
+            max_lines: 8,
+            deadline: Instant::now() + Duration::from_secs(10),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn line_mode_completes_to_end_of_line_and_trims_suffix() {
+        let mut session = Session::new(FakeModel::new("x + 1);\nnext line"), None);
+        let completion = session.complete(&request("let y = f(", ");", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(completion.text, "x + 1");
+        assert_eq!(completion.stop, StopReason::StopRule);
+    }
+
+    #[test]
+    fn second_keystroke_reuses_the_cached_prefix() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        let first = session.complete(&request("fn main() {\n    let", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(first.stats.n_reused, 0);
+        assert_eq!(first.stats.n_decoded, first.stats.n_prompt);
+        let second = session.complete(&request("fn main() {\n    let x", "", StopMode::Line), Instant::now()).unwrap();
+        // Everything up to the old prompt's end is reused; only " x" is new.
+        assert_eq!(second.stats.n_reused, first.stats.n_prompt);
+        assert_eq!(second.stats.n_decoded, 2);
+    }
+
+    #[test]
+    fn typed_ahead_characters_that_match_generated_tokens_are_reused() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        let first = session.complete(&request("let x = ", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(first.text, "abc");
+        // The user typed "ab": those tokens were generated and are in the cache.
+        let second = session.complete(&request("let x = ab", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(second.stats.n_reused, first.stats.n_prompt + 1);
+    }
+
+    #[test]
+    fn identical_prompt_decodes_one_token() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        let req = request("let x = ", "", StopMode::Line);
+        session.complete(&req, Instant::now()).unwrap();
+        let again = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(again.stats.n_decoded, 1);
+        assert_eq!(again.text, "abc");
+    }
+
+    #[test]
+    fn cancelled_request_returns_empty_and_keeps_the_cache_consistent() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        let req = request("let x = ", "", StopMode::Line);
+        req.cancel.cancel();
+        let completion = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(completion.stop, StopReason::Cancelled);
+        assert!(completion.text.is_empty());
+        assert_eq!(session.cached_tokens(), session.model.cache.as_slice());
+    }
+
+    #[test]
+    fn deadline_in_block_mode_keeps_complete_lines() {
+        let mut model = FakeModel::new("a();\nb();\nc(");
+        model.eog_after = false;
+        let mut session = Session::new(model, None);
+        let mut req = request("fn f() {\n", "\n}", StopMode::Block);
+        req.max_tokens = 12;
+        let completion = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(completion.stop, StopReason::MaxTokens);
+        assert_eq!(completion.text, "a();\nb();");
+    }
+
+    #[test]
+    fn warm_up_generates_nothing() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        let mut req = request("let x = ", "", StopMode::Line);
+        req.max_tokens = 0;
+        let completion = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(completion.stop, StopReason::WarmedUp);
+        assert_eq!(completion.stats.n_generated, 0);
+        assert_eq!(session.cached_tokens().len(), completion.stats.n_prompt);
+    }
+
+    #[test]
+    fn overlong_prompt_drops_oldest_prefix_in_steps() {
+        let mut model = FakeModel::new("z");
+        model.n_ctx = 600;
+        let mut session = Session::new(model, None);
+        let long = "a".repeat(1000);
+        let completion = session.complete(&request(&long, "", StopMode::Line), Instant::now()).unwrap();
+        assert!(completion.stats.n_prompt <= 600 - 64 - 8);
+        assert_eq!(completion.text, "z");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cache_mirrors_the_model_after_any_sequence_of_prompts(prompts in proptest::collection::vec("[ab\n]{0,12}", 1..8)) {
+            let mut session = Session::new(FakeModel::new("ab"), None);
+            for prefix in prompts {
+                let completion = session.complete(&request(&prefix, "", StopMode::Line), Instant::now()).unwrap();
+                proptest::prop_assert_eq!(session.cached_tokens(), session.model.cache.as_slice());
+                proptest::prop_assert_eq!(completion.stats.n_reused + completion.stats.n_decoded, completion.stats.n_prompt);
+            }
+        }
+    }
+}

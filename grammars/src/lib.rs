@@ -1,0 +1,259 @@
+//! Tree-sitter grammars and queries for the languages Spark edits, plus small helpers over syntax trees.
+//!
+//! The queries are data (`grammars/<lang>/*.scm`) compiled once per language. Every query is compiled by the
+//! tests against every grammar that uses it, so the `expect` in [`Lang::queries`] cannot fire in a release.
+//!
+//! Broken code is input, not failure: the helpers work on trees with ERROR and MISSING nodes.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub use tree_sitter;
+
+use tree_sitter::{Language, Node, Parser, Query, QueryCursor, StreamingIterator};
+
+/// A language Spark can parse. JavaScript is parsed with the TypeScript grammars, JSX with TSX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lang {
+    Rust,
+    TypeScript,
+    Tsx,
+}
+
+impl Lang {
+    /// All languages, for tests and tables.
+    pub const ALL: [Lang; 3] = [Lang::Rust, Lang::TypeScript, Lang::Tsx];
+
+    /// Maps an LSP `languageId` to a language: "rust" to Rust; "typescript" and "javascript" to TypeScript;
+    /// "typescriptreact", "javascriptreact", "tsx" and "jsx" to Tsx. Other ids give `None`.
+    pub fn from_language_id(language_id: &str) -> Option<Lang> {
+        match language_id {
+            "rust" => Some(Lang::Rust),
+            "typescript" | "javascript" => Some(Lang::TypeScript),
+            "typescriptreact" | "javascriptreact" | "tsx" | "jsx" => Some(Lang::Tsx),
+            _ => None,
+        }
+    }
+
+    /// Maps a file extension to a language: `rs`; `ts`, `mts`, `cts`, `js`, `mjs`, `cjs` to TypeScript;
+    /// `tsx`, `jsx` to Tsx. Other extensions, and paths without one, give `None`.
+    pub fn from_path(path: &Path) -> Option<Lang> {
+        match path.extension()?.to_str()? {
+            "rs" => Some(Lang::Rust),
+            "ts" | "mts" | "cts" | "js" | "mjs" | "cjs" => Some(Lang::TypeScript),
+            "tsx" | "jsx" => Some(Lang::Tsx),
+            _ => None,
+        }
+    }
+
+    /// Short lowercase name: "rust", "typescript" or "tsx".
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::TypeScript => "typescript",
+            Lang::Tsx => "tsx",
+        }
+    }
+
+    /// The tree-sitter grammar.
+    pub fn language(self) -> Language {
+        match self {
+            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        }
+    }
+
+    /// A fresh parser with this language set. Parsers are cheap but not `Sync`; keep one per thread.
+    pub fn parser(self) -> Parser {
+        let mut parser = Parser::new();
+        parser
+            .set_language(&self.language())
+            .expect("grammar ABI version is supported by the tree-sitter crate");
+        parser
+    }
+
+    /// The compiled queries, built on first use and shared afterwards.
+    pub fn queries(self) -> &'static Queries {
+        static RUST: OnceLock<Queries> = OnceLock::new();
+        static TYPESCRIPT: OnceLock<Queries> = OnceLock::new();
+        static TSX: OnceLock<Queries> = OnceLock::new();
+        let cell = match self {
+            Lang::Rust => &RUST,
+            Lang::TypeScript => &TYPESCRIPT,
+            Lang::Tsx => &TSX,
+        };
+        cell.get_or_init(|| {
+            Queries::compile(self).unwrap_or_else(|err| {
+                panic!("query {err} does not compile for {}; the grammars tests catch this", self.name())
+            })
+        })
+    }
+
+    /// The line comment token, used to write comments into generated code.
+    pub fn line_comment(self) -> &'static str {
+        match self {
+            Lang::Rust | Lang::TypeScript | Lang::Tsx => "//",
+        }
+    }
+
+    /// The query sources, by query name, in the order of the fields of [`Queries`].
+    pub(crate) fn query_sources(self) -> [(&'static str, &'static str); 6] {
+        match self {
+            Lang::Rust => [
+                ("items", include_str!("../rust/items.scm")),
+                ("functions", include_str!("../rust/functions.scm")),
+                ("tests", include_str!("../rust/tests.scm")),
+                ("comments", include_str!("../rust/comments.scm")),
+                ("imports", include_str!("../rust/imports.scm")),
+                ("blocks", include_str!("../rust/blocks.scm")),
+            ],
+            // TSX is a superset of TypeScript for everything these queries look at.
+            Lang::TypeScript | Lang::Tsx => [
+                ("items", include_str!("../typescript/items.scm")),
+                ("functions", include_str!("../typescript/functions.scm")),
+                ("tests", include_str!("../typescript/tests.scm")),
+                ("comments", include_str!("../typescript/comments.scm")),
+                ("imports", include_str!("../typescript/imports.scm")),
+                ("blocks", include_str!("../typescript/blocks.scm")),
+            ],
+        }
+    }
+}
+
+/// The compiled queries of one language. Capture names starting with `_` are internal to predicates.
+pub struct Queries {
+    /// `@item`: nodes a rewrite may replace (statements, fields, functions, methods, impls, structs, enums,
+    /// traits, modules, classes, interfaces, type aliases, imports). The smallest enclosing one is the unit
+    /// of a "fix".
+    pub items: Query,
+    /// `@function`: a whole function, method, or function assigned to a const/let/var (then the whole
+    /// declaration); `@name`: its name.
+    pub functions: Query,
+    /// `@test_module`: a Rust `#[cfg(test)]` module or a TS `describe(...)` call; `@test`: a Rust `#[test]`
+    /// (or `#[tokio::test]`, ...) function or a TS `it(...)` / `test(...)` call.
+    pub tests: Query,
+    /// `@comment`: line, block and doc comments.
+    pub comments: Query,
+    /// `@import`: Rust `use` and `extern crate`; TS `import` statements and `const x = require(...)`.
+    pub imports: Query,
+    /// `@block`: brace-delimited bodies, used to tell that the cursor sits right after a block opener.
+    pub blocks: Query,
+}
+
+impl Queries {
+    /// Compiles all queries of `lang`. The error names the query that failed and why.
+    pub(crate) fn compile(lang: Lang) -> Result<Queries, String> {
+        let language = lang.language();
+        let [items, functions, tests, comments, imports, blocks] = lang
+            .query_sources()
+            .map(|(name, source)| Query::new(&language, source).map_err(|err| format!("{name}.scm: {err}")));
+        Ok(Queries {
+            items: items?,
+            functions: functions?,
+            tests: tests?,
+            comments: comments?,
+            imports: imports?,
+            blocks: blocks?,
+        })
+    }
+}
+
+/// The smallest node captured as `capture` by `query` whose byte range contains `start_byte..end_byte`.
+/// An unknown capture name gives `None`. Among nodes with the same range, the innermost wins.
+pub fn smallest_capture<'t>(
+    query: &Query,
+    capture: &str,
+    root: Node<'t>,
+    source: &[u8],
+    start_byte: usize,
+    end_byte: usize,
+) -> Option<Node<'t>> {
+    let capture_idx = query.capture_index_for_name(capture)?;
+    let (start_byte, end_byte) = (start_byte.min(end_byte), start_byte.max(end_byte));
+    // No `set_byte_range`: a pattern may start at a node outside the range (the `#[test]` attribute before a
+    // test function), and a restricted cursor would drop that match.
+    let mut cursor = QueryCursor::new();
+    let mut captures = cursor.captures(query, root, source);
+    let mut best: Option<Node<'t>> = None;
+    while let Some((query_match, idx)) = captures.next() {
+        let node = query_match.captures[*idx].node;
+        if query_match.captures[*idx].index != capture_idx {
+            continue;
+        }
+        if node.start_byte() > start_byte || node.end_byte() < end_byte {
+            continue;
+        }
+        // Captures come in document order, outer nodes before inner ones, so `<=` prefers the inner node.
+        if best.is_none_or(|best| node.byte_range().len() <= best.byte_range().len()) {
+            best = Some(node);
+        }
+    }
+    best
+}
+
+/// The ERROR and MISSING nodes of the tree in document order, at most `limit` of them. Only outermost ones
+/// are listed: errors nested inside an ERROR node are covered by its range.
+pub fn syntax_errors<'t>(root: Node<'t>, limit: usize) -> Vec<Node<'t>> {
+    let mut errors = Vec::new();
+    visit_errors(root, 0..usize::MAX, &mut |node| {
+        if errors.len() >= limit {
+            return false;
+        }
+        errors.push(node);
+        true
+    });
+    errors
+}
+
+/// The number of outermost ERROR and MISSING nodes that overlap `start_byte..end_byte`. Zero-width nodes
+/// (MISSING) and empty ranges count when they touch; otherwise ranges must share at least one byte.
+pub fn count_errors_in(root: Node<'_>, start_byte: usize, end_byte: usize) -> usize {
+    let mut n_errors = 0;
+    visit_errors(root, start_byte..end_byte, &mut |_| {
+        n_errors += 1;
+        true
+    });
+    n_errors
+}
+
+/// Calls `on_error` for each outermost ERROR or MISSING node overlapping `range`, in document order, until it
+/// returns false. Subtrees without errors or outside the range are skipped.
+fn visit_errors<'t>(root: Node<'t>, range: std::ops::Range<usize>, on_error: &mut dyn FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        let descend = if !node.has_error() || !overlaps(node.byte_range(), &range) {
+            false
+        } else if node.is_error() || node.is_missing() {
+            if !on_error(node) {
+                return;
+            }
+            false
+        } else {
+            true
+        };
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+    }
+}
+
+fn overlaps(node: std::ops::Range<usize>, range: &std::ops::Range<usize>) -> bool {
+    if node.is_empty() || range.is_empty() {
+        node.start <= range.end && range.start <= node.end
+    } else {
+        node.start < range.end && range.start < node.end
+    }
+}
+
+#[cfg(test)]
+mod tests;

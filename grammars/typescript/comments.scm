@@ -1,0 +1,2 @@
+; Line and block comments, JSDoc included; in TSX also `{/* ... */}` inside JSX.
+(comment) @comment

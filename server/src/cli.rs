@@ -1,0 +1,261 @@
+//! The command line: `spark-lsp [--stdio]` serves LSP; `complete` and `doctor` run the same engine path for
+//! people, scripts and agents.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use spark_engine::{Engine, EngineConfig, ModelSource};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, InlineSettings};
+use crate::document::Document;
+use crate::position::{self, LspPosition, PositionEncoding};
+use crate::{suggest, verify};
+
+#[derive(Parser, Debug)]
+#[command(name = "spark-lsp", version, about = "Spark: checked AI edits at keystroke latency, from a model in this process")]
+pub struct Cli {
+    /// Serve LSP over stdin/stdout (the default).
+    #[arg(long, global = false)]
+    pub stdio: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve LSP over stdio (what editors run).
+    Serve,
+    /// Print the ghost-text suggestion for a cursor in a file, and its latency.
+    Complete(CompleteArgs),
+    /// Print the model Spark would use, its size, architecture, FIM support, threads, CPU features, load time.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompleteArgs {
+    pub file: PathBuf,
+    /// Cursor as LINE:COL, both 1-based; COL counts characters.
+    #[arg(long, value_name = "LINE:COL")]
+    pub at: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// A GGUF model (default: SPARK_MODEL, then the installed default model).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Give up generating after this long (the prompt is always evaluated).
+    #[arg(long, default_value_t = 10_000)]
+    pub deadline_ms: u64,
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
+    let (service, socket) = crate::lsp::service();
+    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
+    EngineConfig {
+        model: config::resolve_model(model),
+        threads: threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
+        n_ctx: 4096,
+    }
+}
+
+fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
+    let (line, column) = at.split_once(':').context("--at takes LINE:COL, e.g. --at 12:5")?;
+    let line: u32 = line.trim().parse().with_context(|| format!("--at: line {line:?} is not a number"))?;
+    let column: u32 = column.trim().parse().with_context(|| format!("--at: column {column:?} is not a number"))?;
+    if line == 0 || column == 0 {
+        bail!("--at is 1-based: line and column start at 1");
+    }
+    Ok((line - 1, column - 1))
+}
+
+fn read_source(file: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(error) => {
+            eprintln!("spark-lsp: warning: {} is not valid UTF-8; invalid bytes were replaced", file.display());
+            Ok(String::from_utf8_lossy(error.as_bytes()).into_owned())
+        }
+    }
+}
+
+pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
+    let (line, column) = parse_at(&args.at)?;
+    let text = read_source(&args.file)?;
+    let lang = spark_grammars::Lang::from_path(&args.file);
+    let language_id = lang.map(|lang| lang.name()).unwrap_or("plaintext");
+    let document = Document::new(&text, language_id, lang, 0);
+    let resolved = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32);
+    if resolved.clamped {
+        eprintln!("spark-lsp: warning: --at {} is outside the file; clamped", args.at);
+    }
+
+    let process_start = Instant::now();
+    let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
+    let info = engine.wait_ready().await.context("the model is not available")?;
+    let settings = InlineSettings { deadline_ms: args.deadline_ms, max_tokens: args.max_tokens, ..InlineSettings::default() };
+    let path = args.file.to_string_lossy().into_owned();
+    let prepared = suggest::prepare(
+        &document,
+        resolved.byte,
+        Some(&suggest::display_path(&path)),
+        1,
+        &settings,
+        CancellationToken::new(),
+    );
+    let mode = prepared.context.mode;
+    let started = Instant::now();
+    let completion = engine.complete(prepared.request).await.context("completion failed")?;
+    let verified = if completion.text.is_empty() {
+        None
+    } else {
+        verify::check_insertion(&document, resolved.byte, &completion.text)
+    };
+    let latency_ms = started.elapsed().as_millis();
+    let stats = completion.stats;
+    if args.json {
+        let output = json!({
+            "file": args.file,
+            "line": line + 1,
+            "column": column + 1,
+            "suggestion": verified,
+            "mode": format!("{mode:?}"),
+            "latencyMs": latency_ms,
+            "modelLoadMs": info.load_ms,
+            "startToReadyMs": u64::try_from(started.duration_since(process_start).as_millis()).unwrap_or(0),
+            "stop": format!("{:?}", completion.stop),
+            "stats": {
+                "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
+                "nGenerated": stats.n_generated, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
+            },
+            "model": {"path": info.path, "name": info.name, "arch": info.architecture, "fim": info.fim.is_some()},
+        });
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        match &verified {
+            Some(text) => println!("{text}"),
+            None => println!("(no suggestion passed the checks)"),
+        }
+        println!("--");
+        println!(
+            "latency {latency_ms} ms ({mode:?} mode; prompt {} tokens: {} evaluated in {} ms; {} generated; stop: {:?}); model {} loaded in {} ms",
+            stats.n_prompt, stats.n_decoded, stats.prompt_ms, stats.n_generated, completion.stop, info.name, info.load_ms
+        );
+    }
+    engine.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    println!("spark-lsp {}", env!("CARGO_PKG_VERSION"));
+    let source = if args.model.is_some() {
+        "--model"
+    } else if std::env::var_os("SPARK_MODEL").is_some_and(|value| !value.is_empty()) {
+        "SPARK_MODEL"
+    } else {
+        "default path"
+    };
+    let config = engine_config(args.model.as_deref(), args.threads);
+    match &config.model {
+        ModelSource::Path(path) => println!("model:        {} (from {source})", path.display()),
+        ModelSource::None => println!("model:        none (HOME is not set and no model is configured)"),
+    }
+    println!("threads:      {} (physical cores {}, logical {})", config.threads, num_physical(), num_logical());
+    println!("cpu features: {}", cpu_features());
+    let started = Instant::now();
+    let engine = Engine::start(config);
+    let ready = engine.wait_ready().await;
+    let code = match ready {
+        Ok(info) => {
+            println!("size:         {:.1} MiB", info.size_bytes as f64 / (1024.0 * 1024.0));
+            println!("name:         {}", info.name);
+            println!("architecture: {}", info.architecture);
+            println!("parameters:   {:.0} M", info.n_params as f64 / 1e6);
+            println!("vocabulary:   {} tokens", info.n_vocab);
+            println!("context:      {} tokens (trained {})", info.n_ctx, info.n_ctx_train);
+            match &info.fim {
+                Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),
+                None => println!("fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"),
+            }
+            println!("chat template: {}", if info.has_chat_template { "yes" } else { "no" });
+            println!("load time:    {} ms (model), {} ms (start to ready)", info.load_ms, started.elapsed().as_millis());
+            println!("status:       ok");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            println!("status:       FAILED: {error}");
+            println!("fix:          run `make model` to install the default model, or point SPARK_MODEL / model.path at a GGUF file");
+            ExitCode::FAILURE
+        }
+    };
+    engine.shutdown();
+    Ok(code)
+}
+
+fn num_physical() -> usize {
+    spark_engine::default_threads()
+}
+
+fn num_logical() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn cpu_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut found = Vec::new();
+        macro_rules! feature {
+            ($name:tt) => {
+                if std::arch::is_x86_feature_detected!($name) {
+                    found.push($name);
+                }
+            };
+        }
+        feature!("sse4.2");
+        feature!("avx");
+        feature!("avx2");
+        feature!("fma");
+        feature!("f16c");
+        feature!("avx512f");
+        feature!("avx512vnni");
+        found.join(" ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::env::consts::ARCH.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_at_is_one_based_and_strict() {
+        assert_eq!(parse_at("3:7").unwrap(), (2, 6));
+        assert!(parse_at("0:1").is_err());
+        assert!(parse_at("3").is_err());
+        assert!(parse_at("a:b").is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! Spark's LSP server: document store, position encodings, context gathering, handlers and the CLI.
+
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod document;
+pub mod lsp;
+pub mod position;
+pub mod suggest;
+pub mod verify;

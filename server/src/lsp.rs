@@ -1,0 +1,457 @@
+//! The LSP front: capabilities, document sync, ghost text (`textDocument/inlineCompletion` and the
+//! `textDocument/completion` fallback), progress while the model loads, and Spark's own methods
+//! (`spark/status`, `spark/statusChanged`; see docs/lsp-extensions.md).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Instant;
+
+use dashmap::DashMap;
+use futures::FutureExt;
+use serde_json::{json, Value};
+use spark_engine::{Engine, EngineError, EngineState};
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::notification::Notification;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService};
+
+use crate::config::Settings;
+use crate::document::{Change, Document};
+use crate::position::{self, LspPosition, PositionEncoding};
+use crate::suggest;
+use crate::verify;
+
+/// `spark/statusChanged`: the model's state, sent whenever it changes.
+pub enum StatusChanged {}
+
+impl Notification for StatusChanged {
+    type Params = Value;
+    const METHOD: &'static str = "spark/statusChanged";
+}
+
+pub struct Spark {
+    client: Client,
+    documents: DashMap<Uri, Document>,
+    engine: OnceLock<Arc<Engine>>,
+    settings: RwLock<Settings>,
+    encoding: OnceLock<PositionEncoding>,
+    /// The running ghost-text request of each document: a newer request or an edit cancels it.
+    inflight: DashMap<Uri, (u64, CancellationToken)>,
+    next_request_id: AtomicU64,
+    last_latency_ms: AtomicU64,
+    client_has_progress: AtomicBool,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+const NO_LATENCY: u64 = u64::MAX;
+
+/// The service with Spark's custom methods registered.
+pub fn service() -> (LspService<Spark>, tower_lsp_server::ClientSocket) {
+    LspService::build(Spark::new)
+        .custom_method("textDocument/inlineCompletion", Spark::inline_completion)
+        .custom_method("spark/status", Spark::status)
+        .finish()
+}
+
+impl Spark {
+    pub fn new(client: Client) -> Spark {
+        Spark {
+            client,
+            documents: DashMap::new(),
+            engine: OnceLock::new(),
+            settings: RwLock::new(Settings::default()),
+            encoding: OnceLock::new(),
+            inflight: DashMap::new(),
+            next_request_id: AtomicU64::new(1),
+            last_latency_ms: AtomicU64::new(NO_LATENCY),
+            client_has_progress: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        self.encoding.get().copied().unwrap_or_default()
+    }
+
+    fn settings(&self) -> Settings {
+        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// `textDocument/inlineCompletion` (LSP 3.18).
+    pub async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
+        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
+        let items = match self.suggest_guarded(&text_document.uri, position).await {
+            Some(found) => vec![InlineCompletionItem {
+                insert_text: found.text,
+                filter_text: None,
+                range: Some(Range::new(found.position, found.position)),
+                command: None,
+                insert_text_format: None,
+            }],
+            None => Vec::new(),
+        };
+        Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items })))
+    }
+
+    /// `spark/status`: the model's state, the last latency and the engine's counters.
+    pub async fn status(&self) -> Result<Value> {
+        Ok(self.status_json())
+    }
+
+    fn status_json(&self) -> Value {
+        let Some(engine) = self.engine.get() else {
+            return json!({"state": "starting", "message": "waiting for initialize", "model": null, "lastLatencyMs": null});
+        };
+        let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
+        let counters = engine.counters();
+        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut status = state_json(&engine.state());
+        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
+        status["counters"] = json!({
+            "requests": counters.requests.load(Ordering::Relaxed),
+            "superseded": counters.superseded.load(Ordering::Relaxed),
+            "cancelled": counters.cancelled.load(Ordering::Relaxed),
+            "nPrompt": counters.n_prompt.load(Ordering::Relaxed),
+            "nReused": counters.n_reused.load(Ordering::Relaxed),
+            "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
+            "nGenerated": counters.n_generated.load(Ordering::Relaxed),
+            "last": last.map(|stats| json!({
+                "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
+                "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
+            })),
+        });
+        status
+    }
+
+    /// A suggestion, with any panic caught so that one request cannot take the server down.
+    async fn suggest_guarded(&self, uri: &Uri, position: Position) -> Option<Found> {
+        match AssertUnwindSafe(self.suggest(uri, position)).catch_unwind().await {
+            Ok(found) => found,
+            Err(_) => {
+                tracing::error!(uri = uri.as_str(), "panic while computing a suggestion; answered empty");
+                None
+            }
+        }
+    }
+
+    async fn suggest(&self, uri: &Uri, position: Position) -> Option<Found> {
+        let engine = self.engine.get()?.clone();
+        let settings = self.settings();
+        let encoding = self.encoding();
+        let cancel = CancellationToken::new();
+        let lane = suggest::lane_of(uri.as_str());
+        // Everything read from the document happens before the first await.
+        let prepared = {
+            let Some(document) = self.documents.get(uri) else {
+                tracing::warn!(uri = uri.as_str(), "suggestion asked for a document that is not open");
+                return None;
+            };
+            if !settings.inline_enabled_for(&document.language_id) {
+                return None;
+            }
+            let resolved = document.offset(to_lsp(position), encoding);
+            if resolved.clamped {
+                tracing::warn!(uri = uri.as_str(), line = position.line, character = position.character, "position out of range; clamped");
+            }
+            let path = suggest::display_path(uri.as_str());
+            suggest::prepare(&document, resolved.byte, Some(&path), lane, &settings.inline, cancel.clone())
+        };
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel.clone())) {
+            previous.cancel();
+        }
+        // tower-lsp cancels a request by dropping its future: the guard then stops the model too.
+        let _stop_model_on_drop = cancel.clone().drop_guard();
+        let started = Instant::now();
+        let result = engine.complete(prepared.request).await;
+        self.inflight.remove_if(uri, |_, (id, _)| *id == request_id);
+        let completion = match result {
+            Ok(completion) => completion,
+            Err(EngineError::Loading) => return None,
+            Err(error) => {
+                tracing::debug!(%error, "no suggestion");
+                return None;
+            }
+        };
+        if completion.text.is_empty() {
+            return None;
+        }
+        let document = self.documents.get(uri)?;
+        if document.version != prepared.version {
+            tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was computed");
+            return None;
+        }
+        let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
+        let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_latency_ms.store(latency, Ordering::Relaxed);
+        let position = position::to_position(&document.rope, prepared.byte, encoding);
+        let word_start = suggest::word_start(&document, prepared.byte);
+        let word = document.rope.byte_slice(word_start..prepared.byte).to_string();
+        let word_position = position::to_position(&document.rope, word_start, encoding);
+        tracing::info!(
+            latency_ms = latency,
+            n_reused = completion.stats.n_reused,
+            n_decoded = completion.stats.n_decoded,
+            n_generated = completion.stats.n_generated,
+            "suggestion"
+        );
+        Some(Found { text, position: from_lsp(position), word, word_position: from_lsp(word_position) })
+    }
+
+    fn spawn_status_watcher(&self, engine: Arc<Engine>) {
+        let client = self.client.clone();
+        let has_progress = self.client_has_progress.load(Ordering::Relaxed);
+        let handle = tokio::spawn(async move {
+            let mut states = engine.subscribe();
+            let mut progress = None;
+            let mut progress_serial = 0u32;
+            loop {
+                let state = states.borrow_and_update().clone();
+                client.send_notification::<StatusChanged>(state_json(&state)).await;
+                match &state {
+                    EngineState::Loading { path } => {
+                        if has_progress && progress.is_none() {
+                            progress_serial += 1;
+                            let token = NumberOrString::String(format!("spark/model-load/{progress_serial}"));
+                            if client.create_work_done_progress(token.clone()).await.is_ok() {
+                                let message = format!("loading {}", path.display());
+                                progress = Some(client.progress(token, "Spark").with_message(message).begin().await);
+                            }
+                        }
+                    }
+                    EngineState::Ready(info) => {
+                        if let Some(ongoing) = progress.take() {
+                            ongoing.finish_with_message(format!("model ready ({} ms)", info.load_ms)).await;
+                        }
+                    }
+                    EngineState::Failed { error } => {
+                        if let Some(ongoing) = progress.take() {
+                            ongoing.finish_with_message("model failed to load").await;
+                        }
+                        client.show_message(MessageType::ERROR, format!("Spark: {error}")).await;
+                    }
+                }
+                if states.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
+    }
+
+    fn warm_up(&self, uri: &Uri) {
+        let Some(engine) = self.engine.get().cloned() else { return };
+        let Some(document) = self.documents.get(uri) else { return };
+        if !self.settings().inline_enabled_for(&document.language_id) {
+            return;
+        }
+        let cancel = CancellationToken::new();
+        let path = suggest::display_path(uri.as_str());
+        let request = suggest::warm_up(&document, Some(&path), suggest::lane_of(uri.as_str()), cancel.clone());
+        drop(document);
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel)) {
+            previous.cancel();
+        }
+        let handle = tokio::spawn(async move {
+            let _ = engine.complete(request).await;
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+    }
+
+    fn cancel_inflight(&self, uri: &Uri) {
+        if let Some((_, (_, token))) = self.inflight.remove(uri) {
+            token.cancel();
+        }
+    }
+}
+
+/// A verified suggestion and where it goes.
+struct Found {
+    text: String,
+    position: Position,
+    /// The identifier typed before the cursor, for completion-menu clients that filter by it.
+    word: String,
+    word_position: Position,
+}
+
+fn state_json(state: &EngineState) -> Value {
+    match state {
+        EngineState::Loading { path } => json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null}),
+        EngineState::Ready(info) => json!({
+            "state": "ready",
+            "message": format!("{} ready", info.name),
+            "model": {
+                "path": info.path, "name": info.name, "arch": info.architecture, "sizeBytes": info.size_bytes,
+                "fim": info.fim.as_ref().map(|fim| format!("{:?}", fim.family)), "threads": info.threads,
+                "nCtx": info.n_ctx, "loadMs": info.load_ms,
+            },
+        }),
+        EngineState::Failed { error } => json!({"state": "failed", "message": error.to_string(), "model": null}),
+    }
+}
+
+fn to_lsp(position: Position) -> LspPosition {
+    LspPosition { line: position.line, character: position.character }
+}
+
+fn from_lsp(position: LspPosition) -> Position {
+    Position::new(position.line, position.character)
+}
+
+impl LanguageServer for Spark {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let settings = match params.initialization_options.as_ref().map(Settings::from_json) {
+            None => Settings::default(),
+            Some(Ok(settings)) => settings,
+            Some(Err(message)) => {
+                tracing::warn!(%message, "initializationOptions ignored");
+                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; using defaults")).await;
+                Settings::default()
+            }
+        };
+        let offered: Vec<String> = params
+            .capabilities
+            .general
+            .as_ref()
+            .and_then(|general| general.position_encodings.as_ref())
+            .map(|kinds| kinds.iter().map(|kind| kind.as_str().to_owned()).collect())
+            .unwrap_or_default();
+        let encoding = PositionEncoding::negotiate(&offered);
+        let _ = self.encoding.set(encoding);
+        let has_progress = params.capabilities.window.as_ref().and_then(|window| window.work_done_progress).unwrap_or(false);
+        self.client_has_progress.store(has_progress, Ordering::Relaxed);
+        let engine = Arc::new(Engine::start(settings.engine_config()));
+        let _ = self.engine.set(engine);
+        *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+        tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
+
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(PositionEncodingKind::from(encoding.as_lsp_str().to_owned())),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    ..Default::default()
+                })),
+                completion_provider: Some(CompletionOptions { resolve_provider: Some(false), ..Default::default() }),
+                inline_completion_provider: Some(OneOf::Left(true)),
+                ..Default::default()
+            },
+            server_info: Some(ServerInfo { name: "spark-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        if let Some(engine) = self.engine.get().cloned() {
+            self.spawn_status_watcher(engine);
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        for entry in self.inflight.iter() {
+            entry.value().1.cancel();
+        }
+        let tasks: Vec<_> = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).drain(..).collect();
+        for task in tasks {
+            task.abort();
+        }
+        if let Some(engine) = self.engine.get().cloned() {
+            let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let item = params.text_document;
+        let lang = spark_grammars::Lang::from_language_id(&item.language_id)
+            .or_else(|| spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str())));
+        let document = Document::new(&item.text, &item.language_id, lang, item.version);
+        self.documents.insert(item.uri.clone(), document);
+        self.warm_up(&item.uri);
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let version = params.text_document.version;
+        let encoding = self.encoding();
+        let changes: Vec<Change> = params
+            .content_changes
+            .into_iter()
+            .map(|change| Change {
+                range: change.range.map(|range| (to_lsp(range.start), to_lsp(range.end))),
+                text: change.text,
+            })
+            .collect();
+        {
+            let Some(mut document) = self.documents.get_mut(&uri) else {
+                tracing::warn!(uri = uri.as_str(), "didChange for a document that is not open; ignored");
+                return;
+            };
+            if version <= document.version {
+                tracing::warn!(uri = uri.as_str(), old = document.version, new = version, "document version did not increase");
+            }
+            let report = document.apply_changes(&changes, encoding, version);
+            if report.clamped_positions > 0 || report.inverted_ranges > 0 {
+                tracing::warn!(uri = uri.as_str(), clamped = report.clamped_positions, inverted = report.inverted_ranges, "didChange ranges out of bounds; clamped");
+            }
+        }
+        // Writes win: whatever was being computed for the old text is stale now.
+        self.cancel_inflight(&uri);
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        self.cancel_inflight(&params.text_document.uri);
+        self.documents.remove(&params.text_document.uri);
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let settings = match Settings::from_json(&params.settings) {
+            Ok(settings) => settings,
+            Err(message) => {
+                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; settings unchanged")).await;
+                return;
+            }
+        };
+        let old = std::mem::replace(&mut *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()), settings.clone());
+        let new_config = settings.engine_config();
+        let model_unusable = matches!(self.engine.get().map(|engine| engine.state()), Some(EngineState::Failed { .. }));
+        if old.engine_config() != new_config || model_unusable {
+            if let Some(engine) = self.engine.get() {
+                tracing::info!("model settings changed; reloading");
+                let _ = engine.reload(new_config);
+            }
+        }
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
+        let Some(found) = self.suggest_guarded(&text_document.uri, position).await else {
+            return Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: Vec::new() })));
+        };
+        let first_line = found.text.lines().next().unwrap_or("").trim();
+        let label: String = format!("{}{}", found.word, first_line).chars().take(80).collect();
+        let new_text = format!("{}{}", found.word, found.text);
+        let item = CompletionItem {
+            label,
+            kind: Some(CompletionItemKind::TEXT),
+            detail: Some("Spark".into()),
+            documentation: Some(Documentation::MarkupContent(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: format!("```\n{new_text}\n```"),
+            })),
+            preselect: Some(true),
+            sort_text: Some("0".into()),
+            filter_text: Some(new_text.clone()),
+            insert_text_format: Some(InsertTextFormat::PLAIN_TEXT),
+            text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(Range::new(found.word_position, found.position), new_text))),
+            ..Default::default()
+        };
+        Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: vec![item] })))
+    }
+}

@@ -1,0 +1,39 @@
+//! The `spark-lsp` binary: LSP over stdio by default, plus `complete` and `doctor` for people and scripts.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use spark_lsp::cli::{self, Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("spark-lsp: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command.unwrap_or(Command::Serve) {
+            Command::Serve => cli::serve_stdio().await,
+            Command::Complete(args) => cli::complete(args).await,
+            Command::Doctor(args) => cli::doctor(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("spark-lsp: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr (stdout carries LSP), filtered by `SPARK_LOG` (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPARK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,llama_cpp_2=warn,llama-cpp-2=warn"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).init();
+}

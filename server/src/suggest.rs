@@ -1,0 +1,119 @@
+//! The ghost-text path shared by the LSP handlers and the CLI: context → engine → verification.
+
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use spark_engine::{CompletionRequest, StopMode};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::InlineSettings;
+use crate::context::{self, Budget, FillContext};
+use crate::document::Document;
+
+/// A request ready for the engine, and what is needed to check its answer.
+pub struct Prepared {
+    pub request: CompletionRequest,
+    pub context: FillContext,
+    pub byte: usize,
+    pub version: i32,
+}
+
+/// Builds the engine request for a cursor at `byte`.
+pub fn prepare(
+    document: &Document,
+    byte: usize,
+    path: Option<&str>,
+    lane: u64,
+    settings: &InlineSettings,
+    cancel: CancellationToken,
+) -> Prepared {
+    let budget = Budget { max_lines: settings.max_lines.max(1), ..Budget::default() };
+    let context = context::gather(document, byte, path, &budget);
+    let max_tokens = match context.mode {
+        StopMode::Line => settings.max_tokens.min(48),
+        StopMode::Block => settings.max_tokens,
+    };
+    let request = CompletionRequest {
+        lane,
+        header: context.header.clone(),
+        prefix: context.prefix.clone(),
+        suffix: context.suffix.clone(),
+        mode: context.mode,
+        indent: context.indent.clone(),
+        max_tokens,
+        max_lines: context.max_lines,
+        deadline: Instant::now() + Duration::from_millis(settings.deadline_ms),
+        cancel,
+    };
+    Prepared { request, context, byte, version: document.version }
+}
+
+/// A warm-up request: brings the top of the document into the KV cache, generates nothing.
+pub fn warm_up(document: &Document, path: Option<&str>, lane: u64, cancel: CancellationToken) -> CompletionRequest {
+    let rope = &document.rope;
+    let budget = Budget::default();
+    let end_line = budget.prefix_lines.min(rope.len_lines().saturating_sub(1));
+    let mut end = rope.line_to_byte(end_line).min(budget.prefix_bytes);
+    end = rope.char_to_byte(rope.byte_to_char(end));
+    let context = context::gather(document, end, path, &budget);
+    CompletionRequest {
+        lane,
+        header: context.header,
+        prefix: context.prefix,
+        suffix: String::new(),
+        mode: StopMode::Block,
+        indent: String::new(),
+        max_tokens: 0,
+        max_lines: 1,
+        deadline: Instant::now() + Duration::from_secs(30),
+        cancel,
+    }
+}
+
+/// The lane of a document: requests in one lane supersede each other.
+pub fn lane_of(key: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The last two segments of a URI or path, for the prompt header ("src/lib.rs").
+pub fn display_path(uri_or_path: &str) -> String {
+    let path = uri_or_path.split(['?', '#']).next().unwrap_or(uri_or_path);
+    let segments: Vec<&str> = path.rsplit('/').filter(|segment| !segment.is_empty()).take(2).collect();
+    segments.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
+/// Start of the identifier that ends at `byte`, for clients that filter completion items by the typed word.
+pub fn word_start(document: &Document, byte: usize) -> usize {
+    let rope = &document.rope;
+    let mut char_idx = rope.byte_to_char(byte);
+    while char_idx > 0 {
+        let ch = rope.char(char_idx - 1);
+        if ch.is_alphanumeric() || ch == '_' || ch == '$' {
+            char_idx -= 1;
+        } else {
+            break;
+        }
+    }
+    rope.char_to_byte(char_idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_path_keeps_two_segments() {
+        assert_eq!(display_path("file:///home/u/proj/src/lib.rs"), "src/lib.rs");
+        assert_eq!(display_path("lib.rs"), "lib.rs");
+        assert_eq!(display_path("untitled:Untitled-1"), "untitled:Untitled-1");
+    }
+
+    #[test]
+    fn word_start_stops_at_non_identifier() {
+        let document = Document::new("let abc_1", "rust", None, 1);
+        assert_eq!(word_start(&document, 9), 4);
+        assert_eq!(word_start(&document, 4), 4);
+    }
+}
