@@ -85,7 +85,10 @@ impl Lang {
         };
         cell.get_or_init(|| {
             Queries::compile(self).unwrap_or_else(|err| {
-                panic!("query {err} does not compile for {}; the grammars tests catch this", self.name())
+                panic!(
+                    "query {err} does not compile for {}; the grammars tests catch this",
+                    self.name()
+                )
             })
         })
     }
@@ -145,9 +148,10 @@ impl Queries {
     /// Compiles all queries of `lang`. The error names the query that failed and why.
     pub(crate) fn compile(lang: Lang) -> Result<Queries, String> {
         let language = lang.language();
-        let [items, functions, tests, comments, imports, blocks] = lang
-            .query_sources()
-            .map(|(name, source)| Query::new(&language, source).map_err(|err| format!("{name}.scm: {err}")));
+        let [items, functions, tests, comments, imports, blocks] =
+            lang.query_sources().map(|(name, source)| {
+                Query::new(&language, source).map_err(|err| format!("{name}.scm: {err}"))
+            });
         Ok(Queries {
             items: items?,
             functions: functions?,
@@ -219,7 +223,11 @@ pub fn count_errors_in(root: Node<'_>, start_byte: usize, end_byte: usize) -> us
 
 /// Calls `on_error` for each outermost ERROR or MISSING node overlapping `range`, in document order, until it
 /// returns false. Subtrees without errors or outside the range are skipped.
-fn visit_errors<'t>(root: Node<'t>, range: std::ops::Range<usize>, on_error: &mut dyn FnMut(Node<'t>) -> bool) {
+fn visit_errors<'t>(
+    root: Node<'t>,
+    range: std::ops::Range<usize>,
+    on_error: &mut dyn FnMut(Node<'t>) -> bool,
+) {
     let mut cursor = root.walk();
     loop {
         let node = cursor.node();

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Real-editor test of editors/helix/languages.toml: Helix under tmux, spark-lsp as an extra language server.
+#
+# Types in a Rust file, asks for completion (Ctrl-x), checks that Spark's suggestion shows in the completion menu,
+# accepts it (Tab, Enter), saves, and checks that the file changed by exactly one non-empty insertion at the
+# cursor whose first line is what the menu showed.
+# Environment: HX, HELIX_RUNTIME, SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/), SPARK_SCREENSHOTS.
+set -euo pipefail
+
+: "${HX:?}" "${HELIX_RUNTIME:?}" "${SPARK_LSP_BIN:?}" "${SPARK_REPO_ROOT:?}" "${SCRATCH:?}"
+SOCKET=spark-hx-$$
+WS=$SCRATCH/workspace
+FILE=$WS/src/main.rs
+SCREENSHOTS=${SPARK_SCREENSHOTS:-$SCRATCH}
+
+tmux_() { tmux -L "$SOCKET" "$@"; }
+cleanup() { tmux_ kill-server 2>/dev/null || true; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; tmux_ capture-pane -p >&2 2>/dev/null || true; exit 1; }
+screen() { tmux_ capture-pane -p; }
+
+# wait_screen SECONDS PATTERN: waits until the screen matches the extended regex PATTERN.
+wait_screen() {
+  local deadline=$((SECONDS + $1))
+  until screen | grep -Eq -- "$2"; do
+    [ $SECONDS -lt $deadline ] || fail "timed out waiting for /$2/ on the screen"
+    sleep 0.1
+  done
+}
+
+# The shipped languages.toml, verbatim; `spark-lsp` resolves through PATH to the binary under test. rust-analyzer
+# is left off PATH so that the menu holds Spark's items only and the model has the CPU to itself.
+mkdir -p "$SCRATCH/bin" "$XDG_CONFIG_HOME/helix"
+ln -sf "$SPARK_LSP_BIN" "$SCRATCH/bin/spark-lsp"
+cp "$SPARK_REPO_ROOT/editors/helix/languages.toml" "$XDG_CONFIG_HOME/helix/languages.toml"
+cat >"$XDG_CONFIG_HOME/helix/config.toml" <<'TOML'
+[editor]
+completion-trigger-len = 1
+idle-timeout = 50
+auto-pairs = false
+TOML
+export PATH=$SCRATCH/bin:/usr/local/bin:/usr/bin:/bin
+
+health=$("$HX" --health rust 2>&1 | sed "s/\x1b\[[0-9;]*m//g")
+echo "$health" | grep -q "spark: $SCRATCH/bin/spark-lsp" || fail "hx --health rust does not list spark: $health"
+
+tmux_ new-session -d -x 120 -y 32 -c "$WS" \
+  env PATH="$PATH" HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" HELIX_RUNTIME="$HELIX_RUNTIME" \
+  SPARK_MODEL="${SPARK_MODEL:-}" "$HX" src/main.rs
+wait_screen 10 'fn add\(a: i32'
+
+# A new line after `println!`, saved, so that the text before the completion is known exactly.
+tmux_ send-keys /println Enter
+sleep 0.3
+tmux_ send-keys o
+tmux_ send-keys -l 'let y = max('
+tmux_ send-keys Escape
+tmux_ send-keys -l ':w'
+tmux_ send-keys Enter
+deadline=$((SECONDS + 10))
+until grep -q 'let y = max($' "$FILE"; do
+  [ $SECONDS -lt $deadline ] || fail "the typed line was not saved"
+  sleep 0.1
+done
+before=$(cat "$FILE"; echo x)
+before=${before%x}
+tmux_ send-keys A
+sleep 0.3
+baseline=$(screen)
+
+# The model loads in the background and answers empty until then: ask again until the menu opens.
+menu=""
+deadline=$((SECONDS + 60))
+while [ -z "$menu" ]; do
+  [ $SECONDS -lt $deadline ] || fail "no completion menu within 60 s"
+  tmux_ send-keys C-x
+  for _ in $(seq 1 30); do
+    sleep 0.1
+    now=$(screen)
+    # Rows that differ from the screen before Ctrl-x, leaving out the two bottom rows (status and messages).
+    menu=$(diff <(echo "$baseline" | head -n -2) <(echo "$now" | head -n -2) | sed -n 's/^> //p' || true)
+    [ -n "$menu" ] && break
+  done
+done
+echo "menu rows:"
+echo "$menu"
+tmux_ capture-pane -e -p >"$SCRATCH/menu.ansi"
+
+tmux_ send-keys Tab
+sleep 0.3
+tmux_ send-keys Enter
+sleep 0.3
+tmux_ send-keys Escape
+tmux_ send-keys -l ':w'
+tmux_ send-keys Enter
+deadline=$((SECONDS + 10))
+while [ "$(cat "$FILE"; echo x)" = "${before}x" ]; do
+  [ $SECONDS -lt $deadline ] || fail "accepting the completion did not change the file"
+  sleep 0.1
+done
+sleep 0.3
+after=$(cat "$FILE"; echo x)
+after=${after%x}
+
+python3 - "$before" "$after" "$menu" <<'PY'
+import sys
+before, after, menu = sys.argv[1], sys.argv[2], sys.argv[3]
+marker = "let y = max("
+offset = before.index(marker) + len(marker)
+inserted_len = len(after) - len(before)
+assert inserted_len > 0, f"the file did not grow: {after!r}"
+inserted = after[offset:offset + inserted_len]
+assert after == before[:offset] + inserted + before[offset:], (
+    f"the file did not change by one insertion at the cursor:\nbefore={before!r}\nafter={after!r}")
+assert inserted.strip(), f"the insertion is blank: {inserted!r}"
+first_line = inserted.split("\n")[0].strip()
+shown = first_line[:12]
+assert not shown or shown in menu, f"the menu {menu!r} did not show the inserted text {first_line!r}"
+print(f"inserted at the cursor: {inserted!r}")
+PY
+
+if command -v aha >/dev/null && command -v chromium >/dev/null; then
+  mkdir -p "$SCREENSHOTS"
+  aha --black --title "Spark in Helix" <"$SCRATCH/menu.ansi" >"$SCRATCH/menu.html"
+  timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
+    --screenshot="$SCREENSHOTS/helix-completion-menu.png" "file://$SCRATCH/menu.html" >/dev/null 2>&1 || true
+fi
+echo PASS

@@ -1,0 +1,244 @@
+-- Real-editor test of editors/neovim: `nvim --headless -i NONE -u tests/editors/neovim/test.lua`.
+--
+-- Opens a Rust file, types in insert mode, waits for ghost text from the real model, checks that Esc hides it,
+-- brings it back, accepts it with Tab and checks that the buffer changed by exactly the suggestion at the cursor;
+-- then checks that Tab falls through when nothing is shown, and that `spark/status` reports a latency.
+-- Environment: SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/ holding the fixture),
+-- SPARK_NVIM_EXPECT (major.minor this nvim must be), SPARK_NVIM_BUILTIN (1: vim.lsp.inline_completion, 0: extmarks).
+
+local function log(message)
+  io.stderr:write(message .. "\n")
+end
+
+local finished = false
+local function fail(message)
+  if finished then
+    return
+  end
+  finished = true
+  log("FAIL: " .. message)
+  vim.cmd("cquit 1")
+end
+
+local function pass()
+  finished = true
+  log("PASS")
+  vim.cmd("qall!")
+end
+
+local watchdog = (vim.uv or vim.loop).new_timer()
+watchdog:start(100000, 0, vim.schedule_wrap(function()
+  fail("watchdog: the test took more than 100 s")
+end))
+
+local function sleep(ms)
+  local co = coroutine.running()
+  vim.defer_fn(function()
+    local ok, err = coroutine.resume(co)
+    if not ok then
+      fail(tostring(err))
+    end
+  end, ms)
+  coroutine.yield()
+end
+
+local function wait_for(what, timeout_ms, predicate)
+  local waited = 0
+  while waited < timeout_ms do
+    local value = predicate()
+    if value then
+      return value
+    end
+    sleep(50)
+    waited = waited + 50
+  end
+  error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 0)
+end
+
+local function check(condition, message)
+  if not condition then
+    error(message, 0)
+  end
+end
+
+local function feed(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "mt", false)
+end
+
+-- Types like a person: one key at a time, so that the plugin debounces and cancels as it would live.
+local function type_text(text)
+  for index = 1, #text do
+    feed(text:sub(index, index))
+    sleep(25)
+  end
+end
+
+local function buffer_text()
+  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+end
+
+-- Byte offset in buffer_text() of a 0-based (row, byte col).
+local function offset_of(row, col)
+  local lines = vim.api.nvim_buf_get_lines(0, 0, row, false)
+  local offset = 0
+  for _, line in ipairs(lines) do
+    offset = offset + #line + 1
+  end
+  return offset + col
+end
+
+local builtin = os.getenv("SPARK_NVIM_BUILTIN") == "1"
+
+-- The ghost text as drawn: the text of the extmarks in the namespace of whichever renderer is in use.
+local function drawn_ghost()
+  local name = builtin and "nvim.lsp.inline_completion" or "spark.ghost_text"
+  local ns = vim.api.nvim_get_namespaces()[name]
+  if not ns then
+    return nil
+  end
+  local marks = vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })
+  if #marks == 0 then
+    return nil
+  end
+  check(#marks == 1, "expected one ghost text extmark, got " .. #marks)
+  local row, col, details = marks[1][2], marks[1][3], marks[1][4]
+  local parts = {}
+  for _, chunk in ipairs(details.virt_text or {}) do
+    table.insert(parts, chunk[1])
+  end
+  local text = table.concat(parts)
+  for _, virt_line in ipairs(details.virt_lines or {}) do
+    local line_parts = {}
+    for _, chunk in ipairs(virt_line) do
+      table.insert(line_parts, chunk[1])
+    end
+    text = text .. "\n" .. table.concat(line_parts)
+  end
+  return { row = row, col = col, text = text }
+end
+
+local function status_now()
+  local answer = nil
+  require("spark").status(function(status, err)
+    answer = status or { error = err }
+  end)
+  return wait_for("spark/status", 5000, function()
+    return answer
+  end)
+end
+
+local function run()
+  local expect = os.getenv("SPARK_NVIM_EXPECT")
+  local version = vim.version()
+  check(string.format("%d.%d", version.major, version.minor) == expect, "this nvim is not " .. tostring(expect))
+  check(not builtin or vim.lsp.inline_completion ~= nil, "vim.lsp.inline_completion is missing")
+  log(string.format("nvim %d.%d.%d, %s ghost text", version.major, version.minor, version.patch,
+    builtin and "built-in" or "extmark"))
+
+  local root = assert(os.getenv("SPARK_REPO_ROOT"), "SPARK_REPO_ROOT")
+  local scratch = assert(os.getenv("SCRATCH"), "SCRATCH")
+  vim.opt.runtimepath:prepend(root .. "/editors/neovim")
+  vim.o.swapfile = false
+  require("spark").setup({
+    cmd = { (assert(os.getenv("SPARK_LSP_BIN"), "SPARK_LSP_BIN")) },
+    ghost_text = { builtin = builtin },
+    inline = { deadlineMs = 4000 },
+  })
+
+  vim.cmd("edit " .. vim.fn.fnameescape(scratch .. "/workspace/src/main.rs"))
+  check(vim.bo.filetype == "rust", "filetype is " .. vim.bo.filetype)
+
+  wait_for("spark-lsp to attach", 10000, function()
+    return require("spark").client() ~= nil
+  end)
+  -- The model loads in the background; ghost text is empty until it is ready.
+  local status = wait_for("spark/status ready", 30000, function()
+    local answer = status_now()
+    check(not answer.error, "spark/status failed: " .. tostring(answer.error))
+    check(answer.state ~= "failed", "model failed to load: " .. tostring(answer.message))
+    return answer.state == "ready" and answer or nil
+  end)
+  check(type(status.model) == "table" and status.model.path ~= "", "status has no model: " .. vim.inspect(status))
+  log("status: " .. vim.inspect(status))
+
+  -- A new line in main(), after `println!`, where the model has something to continue.
+  local println_row = vim.fn.search("println!", "n")
+  check(println_row > 0, "fixture has no println!")
+  vim.api.nvim_win_set_cursor(0, { println_row, 0 })
+  feed("o")
+  sleep(50)
+  type_text("let y = max(")
+
+  local first = wait_for("ghost text", 30000, drawn_ghost)
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  log("ghost text: " .. vim.inspect(first.text))
+  check(first.text:match("%S") ~= nil, "ghost text is blank: " .. vim.inspect(first.text))
+  check(first.row == cursor[1] - 1 and first.col == cursor[2], string.format(
+    "ghost text at %d:%d, cursor at %d:%d", first.row, first.col, cursor[1] - 1, cursor[2]))
+  check(vim.api.nvim_get_current_line():match("let y = max%($") ~= nil,
+    "the ghost text changed the line: " .. vim.api.nvim_get_current_line())
+
+  -- Esc hides it and leaves the buffer alone.
+  local before_escape = buffer_text()
+  feed("<Esc>")
+  wait_for("ghost text to go on Esc", 3000, function()
+    return drawn_ghost() == nil and vim.api.nvim_get_mode().mode == "n"
+  end)
+  check(buffer_text() == before_escape, "Esc changed the buffer")
+
+  -- Back to where it was; retyping the last character asks again.
+  feed("A<BS>(")
+  local ghost = wait_for("ghost text after retyping", 30000, drawn_ghost)
+  check(ghost.text:match("%S") ~= nil, "second ghost text is blank")
+  cursor = vim.api.nvim_win_get_cursor(0)
+  local before = buffer_text()
+  local offset = offset_of(cursor[1] - 1, cursor[2])
+  local expected = before:sub(1, offset) .. ghost.text .. before:sub(offset + 1)
+
+  feed("<Tab>")
+  wait_for("Tab to insert the ghost text", 5000, function()
+    return buffer_text() ~= before
+  end)
+  sleep(300)
+  local after = buffer_text()
+  check(after == expected, "after Tab the buffer is\n" .. after .. "\nexpected\n" .. expected)
+  local end_lines = vim.split(before:sub(1, offset) .. ghost.text, "\n", { plain = true })
+  local end_cursor = vim.api.nvim_win_get_cursor(0)
+  check(end_cursor[1] == #end_lines and end_cursor[2] == #end_lines[#end_lines], string.format(
+    "cursor after accepting is %d:%d, expected the end of the insertion %d:%d",
+    end_cursor[1], end_cursor[2], #end_lines, #end_lines[#end_lines]))
+  log("accepted: " .. vim.inspect(vim.api.nvim_get_current_line()))
+
+  -- Without a suggestion shown, Tab does what it does without Spark (indents).
+  feed("<Esc>")
+  wait_for("normal mode", 3000, function()
+    return vim.api.nvim_get_mode().mode == "n" and drawn_ghost() == nil
+  end)
+  feed("o<C-u>x<Tab>")
+  local tabbed = wait_for("Tab to fall through", 3000, function()
+    local line = vim.api.nvim_get_current_line()
+    return line:match("^x%s+$") and line or nil
+  end)
+  log("Tab fell through: " .. vim.inspect(tabbed))
+  feed("<Esc>")
+
+  local final = status_now()
+  check(final.state == "ready", "state is " .. tostring(final.state))
+  check(type(final.lastLatencyMs) == "number" and final.lastLatencyMs >= 0,
+    "lastLatencyMs is not a number: " .. vim.inspect(final.lastLatencyMs))
+  log(string.format("last latency %d ms", final.lastLatencyMs))
+  pass()
+end
+
+local co = coroutine.create(function()
+  local ok, err = pcall(run)
+  if not ok then
+    fail(tostring(err))
+  end
+end)
+vim.schedule(function()
+  local ok, err = coroutine.resume(co)
+  if not ok then
+    fail(tostring(err))
+  end
+end)
