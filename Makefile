@@ -38,4 +38,4 @@ test-editors:
 	@if [ -x tests/editors/run.sh ]; then bash tests/editors/run.sh; else echo "no editor tests"; fi
 
 bench: deps model build
-	$(CARGO) run --release -p spark-lsp --bin spark-bench
+	$(CARGO) run --release -p spark-tests --bin spark-bench

@@ -80,7 +80,9 @@ impl Engine {
         let (commands, receiver) = mpsc::channel();
         let initial = match &config.model {
             ModelSource::Path(path) => EngineState::Loading { path: path.clone() },
-            ModelSource::None => EngineState::Failed { error: EngineError::NoModel },
+            ModelSource::None => EngineState::Failed {
+                error: EngineError::NoModel,
+            },
         };
         let (state_tx, state) = watch::channel(initial);
         let counters = Arc::new(EngineCounters::default());
@@ -89,7 +91,12 @@ impl Engine {
             .name("spark-model".into())
             .spawn(move || model_thread(config, receiver, state_tx, thread_counters))
             .expect("spawning the model thread");
-        Engine { commands: Mutex::new(commands), state, counters, thread: Mutex::new(Some(thread)) }
+        Engine {
+            commands: Mutex::new(commands),
+            state,
+            counters,
+            thread: Mutex::new(Some(thread)),
+        }
     }
 
     pub fn state(&self) -> EngineState {
@@ -127,7 +134,11 @@ impl Engine {
             EngineState::Failed { error } => return Err(error),
         }
         let (reply, answer) = oneshot::channel();
-        let job = Job { request, queued_at: Instant::now(), reply };
+        let job = Job {
+            request,
+            queued_at: Instant::now(),
+            reply,
+        };
         self.send(Command::Complete(job))?;
         answer.await.map_err(|_| EngineError::WorkerGone)?
     }
@@ -138,14 +149,21 @@ impl Engine {
     }
 
     fn send(&self, command: Command) -> Result<(), EngineError> {
-        let commands = self.commands.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let commands = self
+            .commands
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         commands.send(command).map_err(|_| EngineError::WorkerGone)
     }
 
     /// Stops the model thread and waits for it.
     pub fn shutdown(&self) {
         let _ = self.send(Command::Shutdown);
-        let thread = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
         if let Some(thread) = thread {
             let _ = thread.join();
         }
@@ -173,23 +191,31 @@ fn model_thread(
     loop {
         let next = match &config.model {
             ModelSource::None => {
-                state.send_replace(EngineState::Failed { error: EngineError::NoModel });
+                state.send_replace(EngineState::Failed {
+                    error: EngineError::NoModel,
+                });
                 serve_without_model(&commands, &EngineError::NoModel)
             }
             ModelSource::Path(path) => {
                 state.send_replace(EngineState::Loading { path: path.clone() });
                 tracing::info!(path = %path.display(), threads = config.threads, "loading model");
-                let loaded = catch_unwind(AssertUnwindSafe(|| local::load_model(path, config.threads, config.n_ctx)))
-                    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
+                let loaded = catch_unwind(AssertUnwindSafe(|| {
+                    local::load_model(path, config.threads, config.n_ctx)
+                }))
+                .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
                 match loaded {
                     Err(error) => {
                         tracing::error!(%error, "model not loaded");
-                        state.send_replace(EngineState::Failed { error: error.clone() });
+                        state.send_replace(EngineState::Failed {
+                            error: error.clone(),
+                        });
                         serve_without_model(&commands, &error)
                     }
                     Ok((model, info)) => match LlamaLm::new(&model, &info) {
                         Err(error) => {
-                            state.send_replace(EngineState::Failed { error: error.clone() });
+                            state.send_replace(EngineState::Failed {
+                                error: error.clone(),
+                            });
                             serve_without_model(&commands, &error)
                         }
                         Ok(lm) => {
@@ -249,14 +275,18 @@ fn serve<M: crate::session::LanguageModel>(
                 return next;
             }
         }
-        let Some(job) = take_newest(&mut queue, counters) else { continue };
+        let Some(job) = take_newest(&mut queue, counters) else {
+            continue;
+        };
         if job.request.cancel.is_cancelled() || job.reply.is_closed() {
             counters.cancelled.fetch_add(1, Ordering::Relaxed);
             let _ = job.reply.send(Ok(empty(StopReason::Cancelled)));
             continue;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        let result = catch_unwind(AssertUnwindSafe(|| session.complete(&job.request, job.queued_at)));
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            session.complete(&job.request, job.queued_at)
+        }));
         let result = match result {
             Ok(result) => result,
             Err(panic) => {
@@ -315,7 +345,11 @@ fn answer_all(queue: Vec<Job>, error: EngineError) {
 }
 
 fn empty(stop: StopReason) -> Completion {
-    Completion { text: String::new(), stop, stats: CompletionStats::default() }
+    Completion {
+        text: String::new(),
+        stop,
+        stats: CompletionStats::default(),
+    }
 }
 
 fn record(counters: &EngineCounters, completion: &Completion) {
@@ -323,11 +357,22 @@ fn record(counters: &EngineCounters, completion: &Completion) {
     if completion.stop == StopReason::Cancelled {
         counters.cancelled.fetch_add(1, Ordering::Relaxed);
     }
-    counters.n_prompt.fetch_add(stats.n_prompt as u64, Ordering::Relaxed);
-    counters.n_reused.fetch_add(stats.n_reused as u64, Ordering::Relaxed);
-    counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
-    counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
-    *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
+    counters
+        .n_prompt
+        .fetch_add(stats.n_prompt as u64, Ordering::Relaxed);
+    counters
+        .n_reused
+        .fetch_add(stats.n_reused as u64, Ordering::Relaxed);
+    counters
+        .n_decoded
+        .fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
+    counters
+        .n_generated
+        .fetch_add(stats.n_generated as u64, Ordering::Relaxed);
+    *counters
+        .last
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
     tracing::debug!(
         n_prompt = stats.n_prompt,
         n_reused = stats.n_reused,
@@ -370,7 +415,14 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(10),
             cancel: CancellationToken::new(),
         };
-        (Job { request, queued_at: Instant::now(), reply }, answer)
+        (
+            Job {
+                request,
+                queued_at: Instant::now(),
+                reply,
+            },
+            answer,
+        )
     }
 
     #[test]
@@ -400,8 +452,10 @@ mod tests {
             let _ = job.reply.send(result);
         }
         assert_eq!(ran, vec!["warm", "x", "abc"]);
-        let stops: Vec<StopReason> =
-            answers.into_iter().map(|mut answer| answer.try_recv().unwrap().unwrap().stop).collect();
+        let stops: Vec<StopReason> = answers
+            .into_iter()
+            .map(|mut answer| answer.try_recv().unwrap().unwrap().stop)
+            .collect();
         assert_eq!(stops[0], StopReason::Superseded);
         assert_eq!(stops[1], StopReason::Superseded);
         assert_ne!(stops[2], StopReason::Superseded);
@@ -420,7 +474,10 @@ mod tests {
         assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
         let (job, _) = job(1, "a");
         let error = engine.complete(job.request).await.unwrap_err();
-        assert!(error.to_string().contains("/nonexistent/model.gguf"), "{error}");
+        assert!(
+            error.to_string().contains("/nonexistent/model.gguf"),
+            "{error}"
+        );
     }
 
     #[tokio::test]
@@ -429,7 +486,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("not-a-model.gguf");
         std::fs::write(&path, b"hello, this is text").unwrap();
-        let engine = Engine::start(EngineConfig { model: ModelSource::Path(path.clone()), threads: 1, n_ctx: 512 });
+        let engine = Engine::start(EngineConfig {
+            model: ModelSource::Path(path.clone()),
+            threads: 1,
+            n_ctx: 512,
+        });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -27,7 +27,11 @@ pub fn stop_at(generated: &str, context: &StopContext<'_>) -> Option<usize> {
 }
 
 fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
-    let next_suffix_line = context.suffix.lines().map(str::trim).find(|line| !line.is_empty());
+    let next_suffix_line = context
+        .suffix
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty());
     let mut line_start = 0;
     let mut n_lines = 0;
     let mut previous_blank = false;
@@ -61,7 +65,10 @@ fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
     }
     // A partial last line that already dedents below the block can be cut at once.
     let tail = &generated[line_start..];
-    if line_start > 0 && !tail.trim().is_empty() && indent_width(tail) < indent_width(context.indent) {
+    if line_start > 0
+        && !tail.trim().is_empty()
+        && indent_width(tail) < indent_width(context.indent)
+    {
         return Some(line_start - 1);
     }
     None
@@ -84,6 +91,7 @@ pub fn finalize(generated: &str, context: &StopContext<'_>) -> Option<String> {
     if context.mode == StopMode::Block {
         text = drop_repeated_lines(&text);
         text = drop_lines_repeating_suffix(&text, context.suffix);
+        text = balance_lines(&text);
     }
     text = trim_suffix_overlap(&text, context.suffix);
     let trimmed_len = text.trim_end().len();
@@ -112,7 +120,11 @@ pub fn trim_suffix_overlap(text: &str, suffix: &str) -> String {
     // Longest end of the first line that is a start of the line suffix.
     let suffix_start = line_suffix.trim_start();
     let mut best = 0;
-    for (idx, _) in suffix_start.char_indices().skip(1).chain(std::iter::once((suffix_start.len(), ' '))) {
+    for (idx, _) in suffix_start
+        .char_indices()
+        .skip(1)
+        .chain(std::iter::once((suffix_start.len(), ' ')))
+    {
         if first_line.ends_with(&suffix_start[..idx]) {
             best = idx;
         }
@@ -121,6 +133,68 @@ pub fn trim_suffix_overlap(text: &str, suffix: &str) -> String {
         return first_line[..first_line.len() - best].to_owned();
     }
     format!("{first_line}{rest}")
+}
+
+/// A multi-line suggestion that leaves a bracket open would break the code after it: keep the longest prefix
+/// of whole lines whose brackets balance. A single line may stay open (`if ready {`): the user writes on.
+pub fn balance_lines(text: &str) -> String {
+    if !text.contains('\n') || unclosed_after(text, 0) == 0 {
+        return text.to_owned();
+    }
+    let mut depth = 0;
+    let mut best_end = None;
+    let mut offset = 0;
+    for line in text.split('\n') {
+        depth = unclosed_after(line, depth);
+        offset += line.len();
+        if depth == 0 && !line.trim().is_empty() {
+            best_end = Some(offset);
+        }
+        offset += 1;
+    }
+    match best_end {
+        Some(end) => text[..end].to_owned(),
+        None => text.split('\n').next().unwrap_or("").to_owned(),
+    }
+}
+
+/// Brackets still open after `text`, starting from `depth` open ones; closing a bracket opened before the
+/// suggestion (depth zero) is fine and does not count.
+fn unclosed_after(text: &str, depth: i32) -> i32 {
+    let mut depth = depth;
+    for_each_bracket(text, |delta| depth = (depth + delta).max(0));
+    depth
+}
+
+/// Openers minus closers; quotes toggle a string state so that brackets inside literals are skipped.
+pub fn bracket_depth(text: &str) -> i32 {
+    let mut depth = 0;
+    for_each_bracket(text, |delta| depth += delta);
+    depth
+}
+
+/// Calls `on_bracket(+1)` for each opener and `on_bracket(-1)` for each closer outside string literals.
+fn for_each_bracket(text: &str, mut on_bracket: impl FnMut(i32)) {
+    let mut in_string: Option<char> = None;
+    let mut escaped = false;
+    for ch in text.chars() {
+        if let Some(quote) = in_string {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == quote {
+                in_string = None;
+            }
+            continue;
+        }
+        match ch {
+            '"' | '`' => in_string = Some(ch),
+            '(' | '[' | '{' => on_bracket(1),
+            ')' | ']' | '}' => on_bracket(-1),
+            _ => {}
+        }
+    }
 }
 
 /// Cuts at the second of two identical consecutive non-trivial lines: small models loop.
@@ -140,7 +214,11 @@ fn drop_repeated_lines(text: &str) -> String {
 /// Cuts the suggestion where its lines start repeating the first non-empty line after the cursor.
 fn drop_lines_repeating_suffix(text: &str, suffix: &str) -> String {
     let after_cursor_line = suffix.split_once('\n').map(|(_, rest)| rest).unwrap_or("");
-    let Some(next_line) = after_cursor_line.lines().map(str::trim).find(|line| !line.is_empty()) else {
+    let Some(next_line) = after_cursor_line
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+    else {
         return text.to_owned();
     };
     let mut offset: usize = 0;
@@ -158,11 +236,21 @@ mod tests {
     use super::*;
 
     fn line(suffix: &str) -> StopContext<'_> {
-        StopContext { mode: StopMode::Line, indent: "", suffix, max_lines: 8 }
+        StopContext {
+            mode: StopMode::Line,
+            indent: "",
+            suffix,
+            max_lines: 8,
+        }
     }
 
     fn block<'a>(indent: &'a str, suffix: &'a str) -> StopContext<'a> {
-        StopContext { mode: StopMode::Block, indent, suffix, max_lines: 8 }
+        StopContext {
+            mode: StopMode::Block,
+            indent,
+            suffix,
+            max_lines: 8,
+        }
     }
 
     #[test]
@@ -175,13 +263,41 @@ mod tests {
             ("foo(a, b)", line(")"), Some("foo(a, b")),
             ("a, b) + c;", line(") + c;\n"), Some("a, b")),
             ("}", line("}\n"), None),
-            ("let y = 2;\n    y + 1\n}\nfn other() {}", block("    ", "\n}\n"), Some("let y = 2;\n    y + 1")),
-            ("a();\n    a();\n    a();", block("    ", ""), Some("a();\n    a();")),
-            ("a();\n    b();\n    c();", block("    ", "\n    c();\n}"), Some("a();\n    b();")),
+            (
+                "let y = 2;\n    y + 1\n}\nfn other() {}",
+                block("    ", "\n}\n"),
+                Some("let y = 2;\n    y + 1"),
+            ),
+            ("a();\n    a();\n    a();", block("    ", ""), Some("a();")),
+            (
+                "a();\n    b();\n    c();",
+                block("    ", "\n    c();\n}"),
+                Some("a();\n    b();"),
+            ),
             ("x\n\n\nfn f() {}", block("", ""), Some("x")),
+            (
+                "a);\n    if b {\n        c();",
+                block("    ", ""),
+                Some("a);"),
+            ),
+            ("if b {\n        c();", block("    ", ""), Some("if b {")),
+            (
+                "if b {\n        c();\n    }\n    d();",
+                block("    ", ""),
+                Some("if b {\n        c();\n    }\n    d();"),
+            ),
+            (
+                "f(\"{\");\n    g();",
+                block("    ", ""),
+                Some("f(\"{\");\n    g();"),
+            ),
         ];
         for (generated, context, expected) in cases {
-            assert_eq!(finalize(generated, context).as_deref(), *expected, "generated {generated:?}");
+            assert_eq!(
+                finalize(generated, context).as_deref(),
+                *expected,
+                "generated {generated:?}"
+            );
         }
     }
 
@@ -196,7 +312,10 @@ mod tests {
         let context = block("    ", "");
         assert_eq!(stop_at("a\n    b\n}", &context), Some(7));
         assert_eq!(stop_at("a\n    b\n    ", &context), None);
-        let short = StopContext { max_lines: 2, ..context };
+        let short = StopContext {
+            max_lines: 2,
+            ..context
+        };
         assert_eq!(stop_at("a\n    b\n    c\n", &short), Some(7));
     }
 

@@ -17,7 +17,11 @@ pub struct PromptInput<'a> {
 /// Renders the prompt. With a FIM template the markers are special tokens (tokenize with special parsing on);
 /// without one the model continues the prefix and the suffix is used only to stop and trim.
 pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
-    let PromptInput { header, prefix, suffix } = input;
+    let PromptInput {
+        header,
+        prefix,
+        suffix,
+    } = input;
     match fim {
         None => format!("{header}{prefix}"),
         Some(template) if template.suffix_first => format!(
@@ -39,93 +43,132 @@ mod tests {
 
     fn check(family: Option<FimFamily>, expect: Expect) {
         let template = family.map(|family| family.template(None));
-        let input = PromptInput { header: "// a.rs\n", prefix: "fn main() {\n    let x", suffix: ";\n}\n" };
+        let input = PromptInput {
+            header: "// a.rs\n",
+            prefix: "fn main() {\n    let x",
+            suffix: ";\n}\n",
+        };
         let rendered = render(template.as_ref(), input);
-        let stops = template.map(|template| template.stop_strings.join(" ")).unwrap_or_default();
+        let stops = template
+            .map(|template| template.stop_strings.join(" "))
+            .unwrap_or_default();
         expect.assert_eq(&format!("{rendered}\n-- stops: {stops}"));
     }
 
     #[test]
     fn prefix_only_for_models_without_fim() {
-        check(None, expect![[r#"
+        check(
+            None,
+            expect![[r#"
             // a.rs
             fn main() {
                 let x
-            -- stops: "#]]);
+            -- stops: "#]],
+        );
     }
 
     #[test]
     fn qwen_coder() {
-        check(Some(FimFamily::QwenCoder), expect![[r#"
+        check(
+            Some(FimFamily::QwenCoder),
+            expect![[r#"
             <|fim_prefix|>// a.rs
             fn main() {
                 let x<|fim_suffix|>;
             }
             <|fim_middle|>
-            -- stops: <|endoftext|> <|fim_pad|> <|repo_name|> <|file_sep|> <|im_end|>"#]]);
+            -- stops: <|endoftext|> <|fim_pad|> <|repo_name|> <|file_sep|> <|im_end|>"#]],
+        );
     }
 
     #[test]
     fn starcoder2() {
-        check(Some(FimFamily::StarCoder2), expect![[r#"
+        check(
+            Some(FimFamily::StarCoder2),
+            expect![[r#"
             <fim_prefix>// a.rs
             fn main() {
                 let x<fim_suffix>;
             }
             <fim_middle>
-            -- stops: <|endoftext|> <fim_pad> <file_sep>"#]]);
+            -- stops: <|endoftext|> <fim_pad> <file_sep>"#]],
+        );
     }
 
     #[test]
     fn codegemma() {
-        check(Some(FimFamily::CodeGemma), expect![[r#"
+        check(
+            Some(FimFamily::CodeGemma),
+            expect![[r#"
             <|fim_prefix|>// a.rs
             fn main() {
                 let x<|fim_suffix|>;
             }
             <|fim_middle|>
-            -- stops: <|file_separator|> <eos> <end_of_turn>"#]]);
+            -- stops: <|file_separator|> <eos> <end_of_turn>"#]],
+        );
     }
 
     #[test]
     fn deepseek_coder() {
-        check(Some(FimFamily::DeepSeekCoder), expect![[r#"
+        check(
+            Some(FimFamily::DeepSeekCoder),
+            expect![[r#"
             <｜fim▁begin｜>// a.rs
             fn main() {
                 let x<｜fim▁hole｜>;
             }
             <｜fim▁end｜>
-            -- stops: <｜end▁of▁sentence｜> <|EOT|>"#]]);
+            -- stops: <｜end▁of▁sentence｜> <|EOT|>"#]],
+        );
     }
 
     #[test]
     fn codestral_is_suffix_first() {
-        check(Some(FimFamily::Codestral), expect![[r#"
+        check(
+            Some(FimFamily::Codestral),
+            expect![[r#"
             [SUFFIX];
             }
             [PREFIX]// a.rs
             fn main() {
                 let x
-            -- stops: </s>"#]]);
+            -- stops: </s>"#]],
+        );
     }
 
     #[test]
     fn codellama() {
-        check(Some(FimFamily::CodeLlama), expect![[r#"
+        check(
+            Some(FimFamily::CodeLlama),
+            expect![[r#"
             <PRE> // a.rs
             fn main() {
                 let x <SUF>;
             }
              <MID>
-            -- stops: <EOT> </s>"#]]);
+            -- stops: <EOT> </s>"#]],
+        );
     }
 
     #[test]
     fn family_detection() {
-        assert_eq!(FimFamily::detect("qwen2", "<|fim_prefix|>"), FimFamily::QwenCoder);
-        assert_eq!(FimFamily::detect("gemma", "<|fim_prefix|>"), FimFamily::CodeGemma);
-        assert_eq!(FimFamily::detect("starcoder2", "<fim_prefix>"), FimFamily::StarCoder2);
-        assert_eq!(FimFamily::detect("llama", "<｜fim▁begin｜>"), FimFamily::DeepSeekCoder);
+        assert_eq!(
+            FimFamily::detect("qwen2", "<|fim_prefix|>"),
+            FimFamily::QwenCoder
+        );
+        assert_eq!(
+            FimFamily::detect("gemma", "<|fim_prefix|>"),
+            FimFamily::CodeGemma
+        );
+        assert_eq!(
+            FimFamily::detect("starcoder2", "<fim_prefix>"),
+            FimFamily::StarCoder2
+        );
+        assert_eq!(
+            FimFamily::detect("llama", "<｜fim▁begin｜>"),
+            FimFamily::DeepSeekCoder
+        );
         assert_eq!(FimFamily::detect("llama", "[PREFIX]"), FimFamily::Codestral);
         assert_eq!(FimFamily::detect("llama", "▁<PRE>"), FimFamily::CodeLlama);
         assert_eq!(FimFamily::detect("llama", "<pre>"), FimFamily::Generic);

@@ -100,7 +100,11 @@ pub struct Session<M> {
 
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
-        Session { model, fim, cached: Vec::new() }
+        Session {
+            model,
+            fim,
+            cached: Vec::new(),
+        }
     }
 
     /// Tokens currently in the KV cache, in order.
@@ -114,9 +118,16 @@ impl<M: LanguageModel> Session<M> {
         self.cached.clear();
     }
 
-    pub fn complete(&mut self, request: &CompletionRequest, queued_at: Instant) -> Result<Completion, EngineError> {
+    pub fn complete(
+        &mut self,
+        request: &CompletionRequest,
+        queued_at: Instant,
+    ) -> Result<Completion, EngineError> {
         let started = Instant::now();
-        let mut stats = CompletionStats { queue_ms: millis(started - queued_at), ..Default::default() };
+        let mut stats = CompletionStats {
+            queue_ms: millis(started - queued_at),
+            ..Default::default()
+        };
         let tokens = self.prompt_tokens(request);
         stats.n_prompt = tokens.len();
 
@@ -151,7 +162,11 @@ impl<M: LanguageModel> Session<M> {
             suffix: &request.suffix,
             max_lines: request.max_lines,
         };
-        let stop_strings: &[String] = self.fim.as_ref().map(|fim| fim.stop_strings.as_slice()).unwrap_or(&[]);
+        let stop_strings: &[String] = self
+            .fim
+            .as_ref()
+            .map(|fim| fim.stop_strings.as_slice())
+            .unwrap_or(&[]);
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
         let stop = loop {
@@ -170,7 +185,11 @@ impl<M: LanguageModel> Session<M> {
             }
             bytes.extend_from_slice(&self.model.piece(token));
             text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
-            if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop.as_str())).min() {
+            if let Some(cut) = stop_strings
+                .iter()
+                .filter_map(|stop| text.find(stop.as_str()))
+                .min()
+            {
                 text.truncate(cut);
                 break StopReason::StopRule;
             }
@@ -204,7 +223,13 @@ impl<M: LanguageModel> Session<M> {
         Ok(self.finish(text, stop, stats, started))
     }
 
-    fn finish(&self, text: String, stop: StopReason, mut stats: CompletionStats, started: Instant) -> Completion {
+    fn finish(
+        &self,
+        text: String,
+        stop: StopReason,
+        mut stats: CompletionStats,
+        started: Instant,
+    ) -> Completion {
         stats.total_ms = millis(started.elapsed());
         Completion { text, stop, stats }
     }
@@ -214,12 +239,20 @@ impl<M: LanguageModel> Session<M> {
     fn prompt_tokens(&self, request: &CompletionRequest) -> Vec<Token> {
         let rendered = prompt::render(
             self.fim.as_ref(),
-            PromptInput { header: &request.header, prefix: &request.prefix, suffix: &request.suffix },
+            PromptInput {
+                header: &request.header,
+                prefix: &request.prefix,
+                suffix: &request.suffix,
+            },
         );
         let mut tokens: Vec<Token> = self.model.bos().into_iter().collect();
         let n_head = tokens.len();
         tokens.extend(self.model.tokenize(&rendered, self.fim.is_some()));
-        let budget = self.model.n_ctx().saturating_sub(request.max_tokens + 8).max(16);
+        let budget = self
+            .model
+            .n_ctx()
+            .saturating_sub(request.max_tokens + 8)
+            .max(16);
         if tokens.len() > budget {
             let excess = tokens.len() - budget;
             let n_drop = excess.div_ceil(256) * 256;
@@ -287,7 +320,9 @@ pub(crate) mod fake {
             Some(BOS)
         }
         fn piece(&self, token: Token) -> Vec<u8> {
-            char::from_u32(token as u32).map(|ch| ch.to_string().into_bytes()).unwrap_or_default()
+            char::from_u32(token as u32)
+                .map(|ch| ch.to_string().into_bytes())
+                .unwrap_or_default()
         }
         fn is_end_of_generation(&self, token: Token) -> bool {
             token == EOG
@@ -300,7 +335,11 @@ pub(crate) mod fake {
             Ok(())
         }
         fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
-            assert_eq!(first_pos, self.cache.len(), "decode must append at the end of the cache");
+            assert_eq!(
+                first_pos,
+                self.cache.len(),
+                "decode must append at the end of the cache"
+            );
             self.cache.extend_from_slice(tokens);
             self.decoded_total += tokens.len();
             if tokens.len() > 1 || self.prompt_len == 0 {
@@ -342,7 +381,9 @@ mod tests {
     #[test]
     fn line_mode_completes_to_end_of_line_and_trims_suffix() {
         let mut session = Session::new(FakeModel::new("x + 1);\nnext line"), None);
-        let completion = session.complete(&request("let y = f(", ");", StopMode::Line), Instant::now()).unwrap();
+        let completion = session
+            .complete(&request("let y = f(", ");", StopMode::Line), Instant::now())
+            .unwrap();
         assert_eq!(completion.text, "x + 1");
         assert_eq!(completion.stop, StopReason::StopRule);
     }
@@ -350,10 +391,20 @@ mod tests {
     #[test]
     fn second_keystroke_reuses_the_cached_prefix() {
         let mut session = Session::new(FakeModel::new("abc"), None);
-        let first = session.complete(&request("fn main() {\n    let", "", StopMode::Line), Instant::now()).unwrap();
+        let first = session
+            .complete(
+                &request("fn main() {\n    let", "", StopMode::Line),
+                Instant::now(),
+            )
+            .unwrap();
         assert_eq!(first.stats.n_reused, 0);
         assert_eq!(first.stats.n_decoded, first.stats.n_prompt);
-        let second = session.complete(&request("fn main() {\n    let x", "", StopMode::Line), Instant::now()).unwrap();
+        let second = session
+            .complete(
+                &request("fn main() {\n    let x", "", StopMode::Line),
+                Instant::now(),
+            )
+            .unwrap();
         // Everything up to the old prompt's end is reused; only " x" is new.
         assert_eq!(second.stats.n_reused, first.stats.n_prompt);
         assert_eq!(second.stats.n_decoded, 2);
@@ -362,10 +413,14 @@ mod tests {
     #[test]
     fn typed_ahead_characters_that_match_generated_tokens_are_reused() {
         let mut session = Session::new(FakeModel::new("abc"), None);
-        let first = session.complete(&request("let x = ", "", StopMode::Line), Instant::now()).unwrap();
+        let first = session
+            .complete(&request("let x = ", "", StopMode::Line), Instant::now())
+            .unwrap();
         assert_eq!(first.text, "abc");
         // The user typed "ab": those tokens were generated and are in the cache.
-        let second = session.complete(&request("let x = ab", "", StopMode::Line), Instant::now()).unwrap();
+        let second = session
+            .complete(&request("let x = ab", "", StopMode::Line), Instant::now())
+            .unwrap();
         assert_eq!(second.stats.n_reused, first.stats.n_prompt + 1);
     }
 
@@ -419,7 +474,9 @@ mod tests {
         model.n_ctx = 600;
         let mut session = Session::new(model, None);
         let long = "a".repeat(1000);
-        let completion = session.complete(&request(&long, "", StopMode::Line), Instant::now()).unwrap();
+        let completion = session
+            .complete(&request(&long, "", StopMode::Line), Instant::now())
+            .unwrap();
         assert!(completion.stats.n_prompt <= 600 - 64 - 8);
         assert_eq!(completion.text, "z");
     }

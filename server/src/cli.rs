@@ -17,7 +17,11 @@ use crate::position::{self, LspPosition, PositionEncoding};
 use crate::{suggest, verify};
 
 #[derive(Parser, Debug)]
-#[command(name = "spark-lsp", version, about = "Spark: checked AI edits at keystroke latency, from a model in this process")]
+#[command(
+    name = "spark-lsp",
+    version,
+    about = "Spark: checked AI edits at keystroke latency, from a model in this process"
+)]
 pub struct Cli {
     /// Serve LSP over stdin/stdout (the default).
     #[arg(long, global = false)]
@@ -67,22 +71,34 @@ pub struct DoctorArgs {
 
 pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
     let (service, socket) = crate::lsp::service();
-    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        .serve(service)
+        .await;
     Ok(ExitCode::SUCCESS)
 }
 
 fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
     EngineConfig {
         model: config::resolve_model(model),
-        threads: threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
+        threads: threads
+            .filter(|threads| *threads > 0)
+            .unwrap_or_else(spark_engine::default_threads),
         n_ctx: 4096,
     }
 }
 
 fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
-    let (line, column) = at.split_once(':').context("--at takes LINE:COL, e.g. --at 12:5")?;
-    let line: u32 = line.trim().parse().with_context(|| format!("--at: line {line:?} is not a number"))?;
-    let column: u32 = column.trim().parse().with_context(|| format!("--at: column {column:?} is not a number"))?;
+    let (line, column) = at
+        .split_once(':')
+        .context("--at takes LINE:COL, e.g. --at 12:5")?;
+    let line: u32 = line
+        .trim()
+        .parse()
+        .with_context(|| format!("--at: line {line:?} is not a number"))?;
+    let column: u32 = column
+        .trim()
+        .parse()
+        .with_context(|| format!("--at: column {column:?} is not a number"))?;
     if line == 0 || column == 0 {
         bail!("--at is 1-based: line and column start at 1");
     }
@@ -94,7 +110,10 @@ fn read_source(file: &Path) -> anyhow::Result<String> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
         Err(error) => {
-            eprintln!("spark-lsp: warning: {} is not valid UTF-8; invalid bytes were replaced", file.display());
+            eprintln!(
+                "spark-lsp: warning: {} is not valid UTF-8; invalid bytes were replaced",
+                file.display()
+            );
             Ok(String::from_utf8_lossy(error.as_bytes()).into_owned())
         }
     }
@@ -106,15 +125,32 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     let lang = spark_grammars::Lang::from_path(&args.file);
     let language_id = lang.map(|lang| lang.name()).unwrap_or("plaintext");
     let document = Document::new(&text, language_id, lang, 0);
-    let resolved = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32);
+    let resolved = position::to_byte(
+        &document.rope,
+        LspPosition {
+            line,
+            character: column,
+        },
+        PositionEncoding::Utf32,
+    );
     if resolved.clamped {
-        eprintln!("spark-lsp: warning: --at {} is outside the file; clamped", args.at);
+        eprintln!(
+            "spark-lsp: warning: --at {} is outside the file; clamped",
+            args.at
+        );
     }
 
     let process_start = Instant::now();
     let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
-    let info = engine.wait_ready().await.context("the model is not available")?;
-    let settings = InlineSettings { deadline_ms: args.deadline_ms, max_tokens: args.max_tokens, ..InlineSettings::default() };
+    let info = engine
+        .wait_ready()
+        .await
+        .context("the model is not available")?;
+    let settings = InlineSettings {
+        deadline_ms: args.deadline_ms,
+        max_tokens: args.max_tokens,
+        ..InlineSettings::default()
+    };
     let path = args.file.to_string_lossy().into_owned();
     let prepared = suggest::prepare(
         &document,
@@ -126,7 +162,10 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     );
     let mode = prepared.context.mode;
     let started = Instant::now();
-    let completion = engine.complete(prepared.request).await.context("completion failed")?;
+    let completion = engine
+        .complete(prepared.request)
+        .await
+        .context("completion failed")?;
     let verified = if completion.text.is_empty() {
         None
     } else {
@@ -140,6 +179,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
             "line": line + 1,
             "column": column + 1,
             "suggestion": verified,
+            "unverified": completion.text,
             "mode": format!("{mode:?}"),
             "latencyMs": latency_ms,
             "modelLoadMs": info.load_ms,
@@ -179,27 +219,49 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = engine_config(args.model.as_deref(), args.threads);
     match &config.model {
         ModelSource::Path(path) => println!("model:        {} (from {source})", path.display()),
-        ModelSource::None => println!("model:        none (HOME is not set and no model is configured)"),
+        ModelSource::None => {
+            println!("model:        none (HOME is not set and no model is configured)")
+        }
     }
-    println!("threads:      {} (physical cores {}, logical {})", config.threads, num_physical(), num_logical());
+    println!(
+        "threads:      {} (physical cores {}, logical {})",
+        config.threads,
+        num_physical(),
+        num_logical()
+    );
     println!("cpu features: {}", cpu_features());
     let started = Instant::now();
     let engine = Engine::start(config);
     let ready = engine.wait_ready().await;
     let code = match ready {
         Ok(info) => {
-            println!("size:         {:.1} MiB", info.size_bytes as f64 / (1024.0 * 1024.0));
+            println!(
+                "size:         {:.1} MiB",
+                info.size_bytes as f64 / (1024.0 * 1024.0)
+            );
             println!("name:         {}", info.name);
             println!("architecture: {}", info.architecture);
             println!("parameters:   {:.0} M", info.n_params as f64 / 1e6);
             println!("vocabulary:   {} tokens", info.n_vocab);
-            println!("context:      {} tokens (trained {})", info.n_ctx, info.n_ctx_train);
+            println!(
+                "context:      {} tokens (trained {})",
+                info.n_ctx, info.n_ctx_train
+            );
             match &info.fim {
                 Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),
-                None => println!("fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"),
+                None => println!(
+                    "fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"
+                ),
             }
-            println!("chat template: {}", if info.has_chat_template { "yes" } else { "no" });
-            println!("load time:    {} ms (model), {} ms (start to ready)", info.load_ms, started.elapsed().as_millis());
+            println!(
+                "chat template: {}",
+                if info.has_chat_template { "yes" } else { "no" }
+            );
+            println!(
+                "load time:    {} ms (model), {} ms (start to ready)",
+                info.load_ms,
+                started.elapsed().as_millis()
+            );
             println!("status:       ok");
             ExitCode::SUCCESS
         }
@@ -218,7 +280,9 @@ fn num_physical() -> usize {
 }
 
 fn num_logical() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn cpu_features() -> String {

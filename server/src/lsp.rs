@@ -76,12 +76,21 @@ impl Spark {
     }
 
     fn settings(&self) -> Settings {
-        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.settings
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// `textDocument/inlineCompletion` (LSP 3.18).
-    pub async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
-        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
+    pub async fn inline_completion(
+        &self,
+        params: InlineCompletionParams,
+    ) -> Result<Option<InlineCompletionResponse>> {
+        let TextDocumentPositionParams {
+            text_document,
+            position,
+        } = params.text_document_position;
         let items = match self.suggest_guarded(&text_document.uri, position).await {
             Some(found) => vec![InlineCompletionItem {
                 insert_text: found.text,
@@ -92,7 +101,9 @@ impl Spark {
             }],
             None => Vec::new(),
         };
-        Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items })))
+        Ok(Some(InlineCompletionResponse::List(InlineCompletionList {
+            items,
+        })))
     }
 
     /// `spark/status`: the model's state, the last latency and the engine's counters.
@@ -106,9 +117,16 @@ impl Spark {
         };
         let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
         let counters = engine.counters();
-        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let last = *counters
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut status = state_json(&engine.state());
-        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
+        status["lastLatencyMs"] = if last_latency == NO_LATENCY {
+            Value::Null
+        } else {
+            json!(last_latency)
+        };
         status["counters"] = json!({
             "requests": counters.requests.load(Ordering::Relaxed),
             "superseded": counters.superseded.load(Ordering::Relaxed),
@@ -127,10 +145,16 @@ impl Spark {
 
     /// A suggestion, with any panic caught so that one request cannot take the server down.
     async fn suggest_guarded(&self, uri: &Uri, position: Position) -> Option<Found> {
-        match AssertUnwindSafe(self.suggest(uri, position)).catch_unwind().await {
+        match AssertUnwindSafe(self.suggest(uri, position))
+            .catch_unwind()
+            .await
+        {
             Ok(found) => found,
             Err(_) => {
-                tracing::error!(uri = uri.as_str(), "panic while computing a suggestion; answered empty");
+                tracing::error!(
+                    uri = uri.as_str(),
+                    "panic while computing a suggestion; answered empty"
+                );
                 None
             }
         }
@@ -145,7 +169,10 @@ impl Spark {
         // Everything read from the document happens before the first await.
         let prepared = {
             let Some(document) = self.documents.get(uri) else {
-                tracing::warn!(uri = uri.as_str(), "suggestion asked for a document that is not open");
+                tracing::warn!(
+                    uri = uri.as_str(),
+                    "suggestion asked for a document that is not open"
+                );
                 return None;
             };
             if !settings.inline_enabled_for(&document.language_id) {
@@ -153,13 +180,28 @@ impl Spark {
             }
             let resolved = document.offset(to_lsp(position), encoding);
             if resolved.clamped {
-                tracing::warn!(uri = uri.as_str(), line = position.line, character = position.character, "position out of range; clamped");
+                tracing::warn!(
+                    uri = uri.as_str(),
+                    line = position.line,
+                    character = position.character,
+                    "position out of range; clamped"
+                );
             }
             let path = suggest::display_path(uri.as_str());
-            suggest::prepare(&document, resolved.byte, Some(&path), lane, &settings.inline, cancel.clone())
+            suggest::prepare(
+                &document,
+                resolved.byte,
+                Some(&path),
+                lane,
+                &settings.inline,
+                cancel.clone(),
+            )
         };
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel.clone())) {
+        if let Some((_, previous)) = self
+            .inflight
+            .insert(uri.clone(), (request_id, cancel.clone()))
+        {
             previous.cancel();
         }
         // tower-lsp cancels a request by dropping its future: the guard then stops the model too.
@@ -180,7 +222,10 @@ impl Spark {
         }
         let document = self.documents.get(uri)?;
         if document.version != prepared.version {
-            tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was computed");
+            tracing::debug!(
+                uri = uri.as_str(),
+                "suggestion dropped: the document changed while it was computed"
+            );
             return None;
         }
         let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
@@ -188,7 +233,10 @@ impl Spark {
         self.last_latency_ms.store(latency, Ordering::Relaxed);
         let position = position::to_position(&document.rope, prepared.byte, encoding);
         let word_start = suggest::word_start(&document, prepared.byte);
-        let word = document.rope.byte_slice(word_start..prepared.byte).to_string();
+        let word = document
+            .rope
+            .byte_slice(word_start..prepared.byte)
+            .to_string();
         let word_position = position::to_position(&document.rope, word_start, encoding);
         tracing::info!(
             latency_ms = latency,
@@ -197,7 +245,12 @@ impl Spark {
             n_generated = completion.stats.n_generated,
             "suggestion"
         );
-        Some(Found { text, position: from_lsp(position), word, word_position: from_lsp(word_position) })
+        Some(Found {
+            text,
+            position: from_lsp(position),
+            word,
+            word_position: from_lsp(word_position),
+        })
     }
 
     fn spawn_status_watcher(&self, engine: Arc<Engine>) {
@@ -209,28 +262,46 @@ impl Spark {
             let mut progress_serial = 0u32;
             loop {
                 let state = states.borrow_and_update().clone();
-                client.send_notification::<StatusChanged>(state_json(&state)).await;
+                client
+                    .send_notification::<StatusChanged>(state_json(&state))
+                    .await;
                 match &state {
                     EngineState::Loading { path } => {
                         if has_progress && progress.is_none() {
                             progress_serial += 1;
-                            let token = NumberOrString::String(format!("spark/model-load/{progress_serial}"));
-                            if client.create_work_done_progress(token.clone()).await.is_ok() {
+                            let token = NumberOrString::String(format!(
+                                "spark/model-load/{progress_serial}"
+                            ));
+                            if client
+                                .create_work_done_progress(token.clone())
+                                .await
+                                .is_ok()
+                            {
                                 let message = format!("loading {}", path.display());
-                                progress = Some(client.progress(token, "Spark").with_message(message).begin().await);
+                                progress = Some(
+                                    client
+                                        .progress(token, "Spark")
+                                        .with_message(message)
+                                        .begin()
+                                        .await,
+                                );
                             }
                         }
                     }
                     EngineState::Ready(info) => {
                         if let Some(ongoing) = progress.take() {
-                            ongoing.finish_with_message(format!("model ready ({} ms)", info.load_ms)).await;
+                            ongoing
+                                .finish_with_message(format!("model ready ({} ms)", info.load_ms))
+                                .await;
                         }
                     }
                     EngineState::Failed { error } => {
                         if let Some(ongoing) = progress.take() {
                             ongoing.finish_with_message("model failed to load").await;
                         }
-                        client.show_message(MessageType::ERROR, format!("Spark: {error}")).await;
+                        client
+                            .show_message(MessageType::ERROR, format!("Spark: {error}"))
+                            .await;
                     }
                 }
                 if states.changed().await.is_err() {
@@ -238,18 +309,30 @@ impl Spark {
                 }
             }
         });
-        self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
+        self.tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(handle);
     }
 
     fn warm_up(&self, uri: &Uri) {
-        let Some(engine) = self.engine.get().cloned() else { return };
-        let Some(document) = self.documents.get(uri) else { return };
+        let Some(engine) = self.engine.get().cloned() else {
+            return;
+        };
+        let Some(document) = self.documents.get(uri) else {
+            return;
+        };
         if !self.settings().inline_enabled_for(&document.language_id) {
             return;
         }
         let cancel = CancellationToken::new();
         let path = suggest::display_path(uri.as_str());
-        let request = suggest::warm_up(&document, Some(&path), suggest::lane_of(uri.as_str()), cancel.clone());
+        let request = suggest::warm_up(
+            &document,
+            Some(&path),
+            suggest::lane_of(uri.as_str()),
+            cancel.clone(),
+        );
         drop(document);
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel)) {
@@ -258,7 +341,10 @@ impl Spark {
         let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
         });
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         tasks.retain(|task| !task.is_finished());
         tasks.push(handle);
     }
@@ -281,7 +367,9 @@ struct Found {
 
 fn state_json(state: &EngineState) -> Value {
     match state {
-        EngineState::Loading { path } => json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null}),
+        EngineState::Loading { path } => {
+            json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null})
+        }
         EngineState::Ready(info) => json!({
             "state": "ready",
             "message": format!("{} ready", info.name),
@@ -291,12 +379,17 @@ fn state_json(state: &EngineState) -> Value {
                 "nCtx": info.n_ctx, "loadMs": info.load_ms,
             },
         }),
-        EngineState::Failed { error } => json!({"state": "failed", "message": error.to_string(), "model": null}),
+        EngineState::Failed { error } => {
+            json!({"state": "failed", "message": error.to_string(), "model": null})
+        }
     }
 }
 
 fn to_lsp(position: Position) -> LspPosition {
-    LspPosition { line: position.line, character: position.character }
+    LspPosition {
+        line: position.line,
+        character: position.character,
+    }
 }
 
 fn from_lsp(position: LspPosition) -> Position {
@@ -305,12 +398,21 @@ fn from_lsp(position: LspPosition) -> Position {
 
 impl LanguageServer for Spark {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        let settings = match params.initialization_options.as_ref().map(Settings::from_json) {
+        let settings = match params
+            .initialization_options
+            .as_ref()
+            .map(Settings::from_json)
+        {
             None => Settings::default(),
             Some(Ok(settings)) => settings,
             Some(Err(message)) => {
                 tracing::warn!(%message, "initializationOptions ignored");
-                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; using defaults")).await;
+                self.client
+                    .show_message(
+                        MessageType::WARNING,
+                        format!("Spark: {message}; using defaults"),
+                    )
+                    .await;
                 Settings::default()
             }
         };
@@ -323,26 +425,45 @@ impl LanguageServer for Spark {
             .unwrap_or_default();
         let encoding = PositionEncoding::negotiate(&offered);
         let _ = self.encoding.set(encoding);
-        let has_progress = params.capabilities.window.as_ref().and_then(|window| window.work_done_progress).unwrap_or(false);
-        self.client_has_progress.store(has_progress, Ordering::Relaxed);
+        let has_progress = params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|window| window.work_done_progress)
+            .unwrap_or(false);
+        self.client_has_progress
+            .store(has_progress, Ordering::Relaxed);
         let engine = Arc::new(Engine::start(settings.engine_config()));
         let _ = self.engine.set(engine);
-        *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+        *self
+            .settings
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
         tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
 
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
-                position_encoding: Some(PositionEncodingKind::from(encoding.as_lsp_str().to_owned())),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                position_encoding: Some(PositionEncodingKind::from(
+                    encoding.as_lsp_str().to_owned(),
+                )),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        ..Default::default()
+                    },
+                )),
+                completion_provider: Some(CompletionOptions {
+                    resolve_provider: Some(false),
                     ..Default::default()
-                })),
-                completion_provider: Some(CompletionOptions { resolve_provider: Some(false), ..Default::default() }),
+                }),
                 inline_completion_provider: Some(OneOf::Left(true)),
                 ..Default::default()
             },
-            server_info: Some(ServerInfo { name: "spark-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            server_info: Some(ServerInfo {
+                name: "spark-lsp".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
             offset_encoding: None,
         })
     }
@@ -357,7 +478,12 @@ impl LanguageServer for Spark {
         for entry in self.inflight.iter() {
             entry.value().1.cancel();
         }
-        let tasks: Vec<_> = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).drain(..).collect();
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .drain(..)
+            .collect();
         for task in tasks {
             task.abort();
         }
@@ -369,8 +495,9 @@ impl LanguageServer for Spark {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
-        let lang = spark_grammars::Lang::from_language_id(&item.language_id)
-            .or_else(|| spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str())));
+        let lang = spark_grammars::Lang::from_language_id(&item.language_id).or_else(|| {
+            spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str()))
+        });
         let document = Document::new(&item.text, &item.language_id, lang, item.version);
         self.documents.insert(item.uri.clone(), document);
         self.warm_up(&item.uri);
@@ -384,21 +511,36 @@ impl LanguageServer for Spark {
             .content_changes
             .into_iter()
             .map(|change| Change {
-                range: change.range.map(|range| (to_lsp(range.start), to_lsp(range.end))),
+                range: change
+                    .range
+                    .map(|range| (to_lsp(range.start), to_lsp(range.end))),
                 text: change.text,
             })
             .collect();
         {
             let Some(mut document) = self.documents.get_mut(&uri) else {
-                tracing::warn!(uri = uri.as_str(), "didChange for a document that is not open; ignored");
+                tracing::warn!(
+                    uri = uri.as_str(),
+                    "didChange for a document that is not open; ignored"
+                );
                 return;
             };
             if version <= document.version {
-                tracing::warn!(uri = uri.as_str(), old = document.version, new = version, "document version did not increase");
+                tracing::warn!(
+                    uri = uri.as_str(),
+                    old = document.version,
+                    new = version,
+                    "document version did not increase"
+                );
             }
             let report = document.apply_changes(&changes, encoding, version);
             if report.clamped_positions > 0 || report.inverted_ranges > 0 {
-                tracing::warn!(uri = uri.as_str(), clamped = report.clamped_positions, inverted = report.inverted_ranges, "didChange ranges out of bounds; clamped");
+                tracing::warn!(
+                    uri = uri.as_str(),
+                    clamped = report.clamped_positions,
+                    inverted = report.inverted_ranges,
+                    "didChange ranges out of bounds; clamped"
+                );
             }
         }
         // Writes win: whatever was being computed for the old text is stale now.
@@ -414,13 +556,27 @@ impl LanguageServer for Spark {
         let settings = match Settings::from_json(&params.settings) {
             Ok(settings) => settings,
             Err(message) => {
-                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; settings unchanged")).await;
+                self.client
+                    .show_message(
+                        MessageType::WARNING,
+                        format!("Spark: {message}; settings unchanged"),
+                    )
+                    .await;
                 return;
             }
         };
-        let old = std::mem::replace(&mut *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()), settings.clone());
+        let old = std::mem::replace(
+            &mut *self
+                .settings
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            settings.clone(),
+        );
         let new_config = settings.engine_config();
-        let model_unusable = matches!(self.engine.get().map(|engine| engine.state()), Some(EngineState::Failed { .. }));
+        let model_unusable = matches!(
+            self.engine.get().map(|engine| engine.state()),
+            Some(EngineState::Failed { .. })
+        );
         if old.engine_config() != new_config || model_unusable {
             if let Some(engine) = self.engine.get() {
                 tracing::info!("model settings changed; reloading");
@@ -430,12 +586,21 @@ impl LanguageServer for Spark {
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
+        let TextDocumentPositionParams {
+            text_document,
+            position,
+        } = params.text_document_position;
         let Some(found) = self.suggest_guarded(&text_document.uri, position).await else {
-            return Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: Vec::new() })));
+            return Ok(Some(CompletionResponse::List(CompletionList {
+                is_incomplete: true,
+                items: Vec::new(),
+            })));
         };
         let first_line = found.text.lines().next().unwrap_or("").trim();
-        let label: String = format!("{}{}", found.word, first_line).chars().take(80).collect();
+        let label: String = format!("{}{}", found.word, first_line)
+            .chars()
+            .take(80)
+            .collect();
         let new_text = format!("{}{}", found.word, found.text);
         let item = CompletionItem {
             label,
@@ -449,9 +614,15 @@ impl LanguageServer for Spark {
             sort_text: Some("0".into()),
             filter_text: Some(new_text.clone()),
             insert_text_format: Some(InsertTextFormat::PLAIN_TEXT),
-            text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(Range::new(found.word_position, found.position), new_text))),
+            text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(
+                Range::new(found.word_position, found.position),
+                new_text,
+            ))),
             ..Default::default()
         };
-        Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: vec![item] })))
+        Ok(Some(CompletionResponse::List(CompletionList {
+            is_incomplete: true,
+            items: vec![item],
+        })))
     }
 }

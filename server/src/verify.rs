@@ -2,7 +2,7 @@
 //! the lines it touches. A block suggestion that fails is cut to its longest clean prefix of lines.
 
 use ropey::Rope;
-use spark_grammars::count_errors_in;
+use spark_grammars::{syntax_errors, tree_sitter::Node};
 
 use crate::document::{parse_rope, Document};
 
@@ -11,15 +11,15 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
     let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) else {
         return Some(suggestion.to_owned());
     };
-    // A suggestion that opens more brackets than it closes (a block header) cannot parse until the user
-    // writes the body; it is judged by the stop rules alone.
-    if bracket_depth(suggestion) > 0 {
+    // A one-line suggestion that opens more brackets than it closes (a block header) cannot parse until the
+    // user writes the body; it is judged by the stop rules alone.
+    if !suggestion.contains('\n') && spark_engine::postprocess::bracket_depth(suggestion) > 0 {
         return Some(suggestion.to_owned());
     }
     let rope = &document.rope;
     let line_start = rope.line_to_byte(rope.byte_to_line(byte));
     let old_line_end = line_end(rope, byte);
-    let errors_before = count_errors_in(tree.root_node(), line_start, old_line_end);
+    let before = errors_in(tree.root_node(), line_start, old_line_end);
     let mut candidate = suggestion.to_owned();
     loop {
         let mut new_rope = rope.clone();
@@ -27,8 +27,10 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
         new_rope.insert(char_idx, &candidate);
         let new_tree = parse_rope(lang, &new_rope, None)?;
         let new_line_end = line_end(&new_rope, byte + candidate.len());
-        let errors_after = count_errors_in(new_tree.root_node(), line_start, new_line_end);
-        if errors_after <= errors_before {
+        let after = errors_in(new_tree.root_node(), line_start, new_line_end);
+        // Clean, or no worse than before in both the number and the extent of errors (the user may be in
+        // the middle of a statement the suggestion does not finish).
+        if after.count == 0 || (after.count <= before.count && after.bytes <= before.bytes) {
             return Some(candidate);
         }
         // Drop the last line and try again; nothing is left once the first line fails.
@@ -40,6 +42,25 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
     }
 }
 
+/// Errors overlapping a byte range: how many, and how many bytes they cover.
+#[derive(Debug, Clone, Copy)]
+struct Errors {
+    count: usize,
+    bytes: usize,
+}
+
+fn errors_in(root: Node<'_>, start: usize, end: usize) -> Errors {
+    let mut errors = Errors { count: 0, bytes: 0 };
+    for node in syntax_errors(root, 256) {
+        let range = node.byte_range();
+        if range.start <= end && range.end >= start {
+            errors.count += 1;
+            errors.bytes += range.end.min(end).saturating_sub(range.start.max(start));
+        }
+    }
+    errors
+}
+
 fn line_end(rope: &Rope, byte: usize) -> usize {
     let line = rope.byte_to_line(byte.min(rope.len_bytes()));
     let next = line + 1;
@@ -48,32 +69,6 @@ fn line_end(rope: &Rope, byte: usize) -> usize {
     } else {
         rope.line_to_byte(next)
     }
-}
-
-/// Openers minus closers, ignoring brackets inside string literals only roughly (quotes toggle).
-fn bracket_depth(text: &str) -> i32 {
-    let mut depth = 0;
-    let mut in_string: Option<char> = None;
-    let mut escaped = false;
-    for ch in text.chars() {
-        if let Some(quote) = in_string {
-            if escaped {
-                escaped = false;
-            } else if ch == '\\' {
-                escaped = true;
-            } else if ch == quote {
-                in_string = None;
-            }
-            continue;
-        }
-        match ch {
-            '"' | '`' => in_string = Some(ch),
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            _ => {}
-        }
-    }
-    depth
 }
 
 #[cfg(test)]
@@ -92,12 +87,20 @@ mod tests {
         let cases: &[(&str, &str, Option<&str>)] = &[
             ("fn f() {\n    let x = $0;\n}\n", "1 + 2", Some("1 + 2")),
             ("fn f() {\n    let x = $0;\n}\n", "1 + + ) 2", None),
-            ("fn f() {\n    $0\n}\n", "let a = 1;\n    let b = 2;\n    ) oops (", Some("let a = 1;\n    let b = 2;")),
+            (
+                "fn f() {\n    $0\n}\n",
+                "let a = 1;\n    let b = 2;\n    ) oops (",
+                Some("let a = 1;\n    let b = 2;"),
+            ),
             ("fn f() {\n    $0\n}\n", "if a {", Some("if a {")),
             ("fn f() {\n    let x = $0\n}\n", "3;", Some("3;")),
         ];
         for (fixture, suggestion, expected) in cases {
-            assert_eq!(check(fixture, suggestion).as_deref(), *expected, "{fixture:?} + {suggestion:?}");
+            assert_eq!(
+                check(fixture, suggestion).as_deref(),
+                *expected,
+                "{fixture:?} + {suggestion:?}"
+            );
         }
         let plain = Document::new("anything (", "markdown", None, 1);
         assert_eq!(check_insertion(&plain, 3, ")))").as_deref(), Some(")))"));

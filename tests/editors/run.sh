@@ -140,6 +140,19 @@ new_scratch() {
   echo "$dir"
 }
 
+# Kills what a test left behind outside its process group (tmux daemonizes into its own session): every process
+# whose environment carries the test's SCRATCH.
+kill_leftovers() {
+  local scratch=$1 proc pid
+  for proc in /proc/[0-9]*; do
+    pid=${proc#/proc/}
+    [ "$pid" = "$$" ] && continue
+    if { tr '\0' '\n' <"$proc/environ"; } 2>/dev/null | grep -qxF "SCRATCH=$scratch"; then
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+}
+
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -168,6 +181,7 @@ run_test() {
   wait "$pgid"
   rc=$?
   kill -KILL -- "-$pgid" 2>/dev/null
+  kill_leftovers "$scratch"
   if [ $rc -eq 0 ]; then
     PASSED=$((PASSED + 1))
     log "PASS $name ($(($(date +%s) - start)) s)"

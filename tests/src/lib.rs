@@ -22,8 +22,16 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Model-running tests take this lock: two llama.cpp processes on two cores spin against each other and
+/// both slow down many times over (ggml's barriers spin), which would make every test a timing lottery.
+pub fn model_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub struct LspClient {
     pub child: Child,
+    _model_lock: std::sync::MutexGuard<'static, ()>,
     stdin: ChildStdin,
     incoming: Receiver<Value>,
     next_id: i64,
@@ -44,8 +52,11 @@ impl LspClient {
         for (key, value) in env {
             command.env(key, value);
         }
+        let model_lock = model_lock();
         let started = Instant::now();
-        let mut child = command.spawn().with_context(|| format!("starting {}", server_binary().display()))?;
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", server_binary().display()))?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout = child.stdout.take().context("stdout")?;
         let (sender, incoming) = mpsc::channel();
@@ -57,7 +68,15 @@ impl LspClient {
                 }
             }
         });
-        Ok(LspClient { child, stdin, incoming, next_id: 1, seen: Vec::new(), started })
+        Ok(LspClient {
+            child,
+            _model_lock: model_lock,
+            stdin,
+            incoming,
+            next_id: 1,
+            seen: Vec::new(),
+            started,
+        })
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
@@ -101,13 +120,24 @@ impl LspClient {
     }
 
     /// Waits for a notification (or server request) with `method` whose message satisfies `accept`.
-    pub fn wait_for(&mut self, method: &str, timeout: Duration, accept: impl Fn(&Value) -> bool) -> Result<Value> {
-        if let Some(found) = self.seen.iter().find(|message| message["method"] == method && accept(message)) {
+    pub fn wait_for(
+        &mut self,
+        method: &str,
+        timeout: Duration,
+        accept: impl Fn(&Value) -> bool,
+    ) -> Result<Value> {
+        if let Some(found) = self
+            .seen
+            .iter()
+            .find(|message| message["method"] == method && accept(message))
+        {
             return Ok(found.clone());
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let message = self.next_message(deadline).with_context(|| format!("waiting for {method}"))?;
+            let message = self
+                .next_message(deadline)
+                .with_context(|| format!("waiting for {method}"))?;
             let matches = message["method"] == method && accept(&message);
             self.handle_other(message.clone())?;
             if matches {
@@ -127,7 +157,10 @@ impl LspClient {
 
     /// Records notifications; answers server requests as a plain editor would.
     fn handle_other(&mut self, message: Value) -> Result<()> {
-        if let (Some(id), Some(method)) = (message.get("id").cloned(), message.get("method").and_then(Value::as_str)) {
+        if let (Some(id), Some(method)) = (
+            message.get("id").cloned(),
+            message.get("method").and_then(Value::as_str),
+        ) {
             let result = match method {
                 "workspace/configuration" => json!([]),
                 "workspace/applyEdit" => json!({"applied": true}),
@@ -159,7 +192,10 @@ impl LspClient {
     /// Waits until `spark/statusChanged` says the model is ready (or failed: an error).
     pub fn wait_model_ready(&mut self, timeout: Duration) -> Result<Value> {
         let status = self.wait_for("spark/statusChanged", timeout, |message| {
-            matches!(message["params"]["state"].as_str(), Some("ready" | "failed"))
+            matches!(
+                message["params"]["state"].as_str(),
+                Some("ready" | "failed")
+            )
         })?;
         if status["params"]["state"] != "ready" {
             bail!("model failed: {}", status["params"]["message"]);

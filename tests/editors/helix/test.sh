@@ -16,6 +16,7 @@ SCREENSHOTS=${SPARK_SCREENSHOTS:-$SCRATCH}
 tmux_() { tmux -L "$SOCKET" "$@"; }
 cleanup() { tmux_ kill-server 2>/dev/null || true; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; tmux_ capture-pane -p >&2 2>/dev/null || true; exit 1; }
 screen() { tmux_ capture-pane -p; }
 
@@ -45,7 +46,7 @@ health=$("$HX" --health rust 2>&1 | sed "s/\x1b\[[0-9;]*m//g")
 echo "$health" | grep -q "spark: $SCRATCH/bin/spark-lsp" || fail "hx --health rust does not list spark: $health"
 
 tmux_ new-session -d -x 120 -y 32 -c "$WS" \
-  env PATH="$PATH" HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" HELIX_RUNTIME="$HELIX_RUNTIME" \
+  env PATH="$PATH" HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" HELIX_RUNTIME="$HELIX_RUNTIME" COLORTERM=truecolor \
   SPARK_MODEL="${SPARK_MODEL:-}" "$HX" src/main.rs
 wait_screen 10 'fn add\(a: i32'
 

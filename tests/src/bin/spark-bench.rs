@@ -2,28 +2,58 @@
 //!
 //! Replays typing into a Rust file: one incremental didChange per character, then an inlineCompletion
 //! request at the cursor, waiting for each answer before the next keystroke (the editor's worst case).
+//! Each configuration runs in the same invocation, side by side: idle and with one core taken by another
+//! process (an editor runs beside rust-analyzer and cargo), and with OpenMP's default (spinning) and passive
+//! wait policies.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use spark_tests::{end_position, workspace_root, LspClient};
 
 const URI: &str = "file:///bench/src/inventory.rs";
-const TYPED: &str = "let stock = self.items.get(name).copied();\n        stock.unwrap_or(0)";
+const TYPED: &str = "let stock = self.items.get(name).copied();";
 
-fn main() -> anyhow::Result<()> {
+struct Row {
+    label: String,
+    ready_ms: u128,
+    rss_mib: u64,
+    latencies: Vec<Duration>,
+    shown: usize,
+    n_prompt: u64,
+    n_reused: u64,
+}
+
+fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<Row> {
     let text = std::fs::read_to_string(workspace_root().join("tests/fixtures/inventory.rs"))?;
     let mut at = text.find("$0").unwrap();
     let mut text = text.replace("$0", "");
 
-    let mut client = LspClient::start(&[], None)?;
+    let stop_hog = Arc::new(AtomicBool::new(false));
+    let hog = busy_core.then(|| {
+        let stop = stop_hog.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                std::hint::black_box(x);
+            }
+        })
+    });
+
+    let mut client = LspClient::start(env, None)?;
     let started = Instant::now();
     client.initialize(json!({"inline": {"deadlineMs": 1000}}))?;
     client.wait_model_ready(Duration::from_secs(120))?;
     let ready_ms = started.elapsed().as_millis();
-    let rss_after_load = client.rss_kib().unwrap_or(0);
+    let rss_mib = client.rss_kib().unwrap_or(0) / 1024;
 
-    client.notify("textDocument/didOpen", json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": text}}))?;
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": text}}),
+    )?;
     let mut latencies = Vec::new();
     let mut shown = 0;
     let mut version = 1;
@@ -44,29 +74,87 @@ fn main() -> anyhow::Result<()> {
             Duration::from_secs(60),
         )?;
         latencies.push(sent.elapsed());
-        if response["result"]["items"].as_array().is_some_and(|items| !items.is_empty()) {
+        if response["result"]["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty())
+        {
             shown += 1;
         }
     }
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10))?;
     let counters = &status["result"]["counters"];
-    let rss_end = client.rss_kib().unwrap_or(0);
     client.shutdown(Duration::from_secs(30))?;
-
+    stop_hog.store(true, Ordering::Relaxed);
+    if let Some(hog) = hog {
+        let _ = hog.join();
+    }
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
-    let n_prompt = counters["nPrompt"].as_u64().unwrap_or(0).max(1);
-    let n_reused = counters["nReused"].as_u64().unwrap_or(0);
-    println!("| measure | value |");
-    println!("|---|---|");
-    println!("| process start → model ready | {ready_ms} ms |");
-    println!("| RSS after load | {} MiB |", rss_after_load / 1024);
-    println!("| RSS after typing | {} MiB |", rss_end / 1024);
-    println!("| keystrokes (didChange + inlineCompletion) | {} |", latencies.len());
-    println!("| keystroke → ghost text, median | {:.0} ms |", pct(0.5));
-    println!("| keystroke → ghost text, p90 | {:.0} ms |", pct(0.9));
-    println!("| keystroke → ghost text, max | {:.0} ms |", pct(1.0));
-    println!("| answers with a suggestion | {shown} of {} |", latencies.len());
-    println!("| prompt tokens reused from the KV cache | {:.1}% ({n_reused} of {n_prompt}) |", 100.0 * n_reused as f64 / n_prompt as f64);
+    Ok(Row {
+        label: label.to_owned(),
+        ready_ms,
+        rss_mib,
+        latencies,
+        shown,
+        n_prompt: counters["nPrompt"].as_u64().unwrap_or(0),
+        n_reused: counters["nReused"].as_u64().unwrap_or(0),
+    })
+}
+
+fn pct(latencies: &[Duration], p: f64) -> f64 {
+    latencies[((latencies.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0
+}
+
+fn main() -> anyhow::Result<()> {
+    let only_default = std::env::args().any(|arg| arg == "--quick");
+    let mut configs: Vec<(&str, Vec<(&str, &str)>, bool)> =
+        vec![("idle, OpenMP default", vec![], false)];
+    if !only_default {
+        configs.push((
+            "idle, OMP_WAIT_POLICY=passive",
+            vec![("OMP_WAIT_POLICY", "PASSIVE")],
+            false,
+        ));
+        configs.push(("one core busy, OpenMP default", vec![], true));
+        configs.push((
+            "one core busy, OMP_WAIT_POLICY=passive",
+            vec![("OMP_WAIT_POLICY", "PASSIVE")],
+            true,
+        ));
+    }
+    let mut rows = Vec::new();
+    for (label, env, busy) in &configs {
+        eprintln!("spark-bench: {label} …");
+        rows.push(replay(label, env, *busy)?);
+    }
+    println!("keystroke → ghost text over stdio, {} keystrokes typed into tests/fixtures/inventory.rs, default model", TYPED.chars().count());
+    println!();
+    println!("| configuration | start → model ready | RSS after load | median | p90 | max | with a suggestion | prompt tokens reused |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in &rows {
+        println!(
+            "| {} | {} ms | {} MiB | {:.0} ms | {:.0} ms | {:.0} ms | {} of {} | {:.1}% |",
+            row.label,
+            row.ready_ms,
+            row.rss_mib,
+            pct(&row.latencies, 0.5),
+            pct(&row.latencies, 0.9),
+            pct(&row.latencies, 1.0),
+            row.shown,
+            row.latencies.len(),
+            100.0 * row.n_reused as f64 / row.n_prompt.max(1) as f64
+        );
+    }
+    if rows.len() > 1 {
+        let base = pct(&rows[0].latencies, 0.5);
+        println!();
+        for row in &rows[1..] {
+            println!(
+                "median ratio {} / {}: {:.2}",
+                row.label,
+                rows[0].label,
+                pct(&row.latencies, 0.5) / base
+            );
+        }
+    }
     Ok(())
 }
