@@ -16,6 +16,9 @@ use spark_tests::{end_position, workspace_root, LspClient};
 const URI: &str = "file:///bench/src/inventory.rs";
 const TYPED: &str = "let stock = self.items.get(name).copied();";
 
+/// A configuration: its label, the server's extra environment, and whether a core is kept busy.
+type Config = (&'static str, Vec<(&'static str, &'static str)>, bool);
+
 struct Row {
     label: String,
     ready_ms: u128,
@@ -106,8 +109,7 @@ fn pct(latencies: &[Duration], p: f64) -> f64 {
 
 fn main() -> anyhow::Result<()> {
     let only_default = std::env::args().any(|arg| arg == "--quick");
-    let mut configs: Vec<(&str, Vec<(&str, &str)>, bool)> =
-        vec![("idle, OpenMP default", vec![], false)];
+    let mut configs: Vec<Config> = vec![("idle, OpenMP default", vec![], false)];
     if !only_default {
         configs.push((
             "idle, OMP_WAIT_POLICY=passive",
