@@ -17,6 +17,7 @@ use crate::error::EngineError;
 use crate::local::{self, LlamaLm};
 use crate::model_info::ModelInfo;
 use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
+use crate::suggestion_cache::SuggestionCache;
 
 /// Which model to load and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +52,7 @@ pub struct EngineCounters {
     pub n_reused: AtomicU64,
     pub n_decoded: AtomicU64,
     pub n_generated: AtomicU64,
+    pub cache_hits: AtomicU64,
     pub last: Mutex<Option<CompletionStats>>,
 }
 
@@ -71,6 +73,7 @@ pub struct Engine {
     commands: Mutex<Sender<Command>>,
     state: watch::Receiver<EngineState>,
     counters: Arc<EngineCounters>,
+    cache: Mutex<SuggestionCache>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -95,6 +98,7 @@ impl Engine {
             commands: Mutex::new(commands),
             state,
             counters,
+            cache: Mutex::new(SuggestionCache::new(256)),
             thread: Mutex::new(Some(thread)),
         }
     }
@@ -133,6 +137,20 @@ impl Engine {
             EngineState::Loading { .. } => return Err(EngineError::Loading),
             EngineState::Failed { error } => return Err(error),
         }
+        if request.max_tokens > 0 {
+            let hit = self.lock_cache().lookup(&request);
+            if let Some((text, hit)) = hit {
+                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(?hit, "suggestion from the cache");
+                let stats = CompletionStats::default();
+                return Ok(Completion {
+                    text,
+                    stop: StopReason::Cached,
+                    stats,
+                });
+            }
+        }
+        let cache_key = (request.max_tokens > 0).then(|| request.clone());
         let (reply, answer) = oneshot::channel();
         let job = Job {
             request,
@@ -140,11 +158,27 @@ impl Engine {
             reply,
         };
         self.send(Command::Complete(job))?;
-        answer.await.map_err(|_| EngineError::WorkerGone)?
+        let completion = answer.await.map_err(|_| EngineError::WorkerGone)??;
+        // Only whole answers are worth reusing; one cut short by time or a newer keystroke is not.
+        let whole = !matches!(
+            completion.stop,
+            StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline
+        );
+        if let (Some(request), true) = (cache_key, whole) {
+            self.lock_cache().store(&request, &completion.text);
+        }
+        Ok(completion)
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, SuggestionCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Loads another model (or the same one with other settings) without restarting the server.
     pub fn reload(&self, config: EngineConfig) -> Result<(), EngineError> {
+        *self.lock_cache() = SuggestionCache::new(256);
         self.send(Command::Reload(config))
     }
 

@@ -10,6 +10,7 @@ pub mod model_info;
 pub mod postprocess;
 pub mod prompt;
 pub mod session;
+pub mod suggestion_cache;
 
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource};
 pub use error::EngineError;

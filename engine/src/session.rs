@@ -51,6 +51,8 @@ pub enum StopReason {
     Cancelled,
     Superseded,
     WarmedUp,
+    /// Answered from the suggestion cache, without the model.
+    Cached,
 }
 
 /// Counters of one request: they show prefix reuse without relying on timings.

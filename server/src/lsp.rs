@@ -135,6 +135,7 @@ impl Spark {
             "nReused": counters.n_reused.load(Ordering::Relaxed),
             "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
             "nGenerated": counters.n_generated.load(Ordering::Relaxed),
+            "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
             "last": last.map(|stats| json!({
                 "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                 "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,

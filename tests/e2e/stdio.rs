@@ -168,13 +168,34 @@ fn ghost_text_end_to_end_over_stdio() {
         "{edit} vs {insert:?}"
     );
 
-    // The engine reported its counters; the second request reused the first one's prompt.
+    // The same context again is answered from the suggestion cache, without the model.
     let status = client
         .request("spark/status", Value::Null, Duration::from_secs(10))
         .unwrap();
     assert_eq!(status["result"]["state"], "ready", "{status}");
     assert!(
-        status["result"]["counters"]["nReused"].as_u64().unwrap() > 0,
+        status["result"]["counters"]["cacheHits"].as_u64().unwrap() >= 1,
+        "{status}"
+    );
+
+    // A request one character back shares all of its prompt but the last token with what is in the KV cache.
+    let back = end_position(&text[..at - 1]);
+    let params =
+        json!({"textDocument": {"uri": URI}, "position": back, "context": {"triggerKind": 1}});
+    client
+        .request(
+            "textDocument/inlineCompletion",
+            params,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let status = client
+        .request("spark/status", Value::Null, Duration::from_secs(10))
+        .unwrap();
+    let last = &status["result"]["counters"]["last"];
+    assert!(last["nReused"].as_u64().unwrap() > 0, "{status}");
+    assert!(
+        last["nDecoded"].as_u64().unwrap() < last["nReused"].as_u64().unwrap(),
         "{status}"
     );
 
