@@ -83,9 +83,7 @@ impl Engine {
         let (commands, receiver) = mpsc::channel();
         let initial = match &config.model {
             ModelSource::Path(path) => EngineState::Loading { path: path.clone() },
-            ModelSource::None => EngineState::Failed {
-                error: EngineError::NoModel,
-            },
+            ModelSource::None => EngineState::Failed { error: EngineError::NoModel },
         };
         let (state_tx, state) = watch::channel(initial);
         let counters = Arc::new(EngineCounters::default());
@@ -137,33 +135,24 @@ impl Engine {
             EngineState::Loading { .. } => return Err(EngineError::Loading),
             EngineState::Failed { error } => return Err(error),
         }
-        if request.max_tokens > 0 {
+        // Task prompts are sampled several times on purpose: only ghost text is cached.
+        let cacheable = request.max_tokens > 0 && !request.raw_prompt;
+        if cacheable {
             let hit = self.lock_cache().lookup(&request);
             if let Some((text, hit)) = hit {
                 self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(?hit, "suggestion from the cache");
                 let stats = CompletionStats::default();
-                return Ok(Completion {
-                    text,
-                    stop: StopReason::Cached,
-                    stats,
-                });
+                return Ok(Completion { text, stop: StopReason::Cached, stats });
             }
         }
-        let cache_key = (request.max_tokens > 0).then(|| request.clone());
+        let cache_key = cacheable.then(|| request.clone());
         let (reply, answer) = oneshot::channel();
-        let job = Job {
-            request,
-            queued_at: Instant::now(),
-            reply,
-        };
+        let job = Job { request, queued_at: Instant::now(), reply };
         self.send(Command::Complete(job))?;
         let completion = answer.await.map_err(|_| EngineError::WorkerGone)??;
         // Only whole answers are worth reusing; one cut short by time or a newer keystroke is not.
-        let whole = !matches!(
-            completion.stop,
-            StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline
-        );
+        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline);
         if let (Some(request), true) = (cache_key, whole) {
             self.lock_cache().store(&request, &completion.text);
         }
@@ -171,9 +160,7 @@ impl Engine {
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, SuggestionCache> {
-        self.cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Loads another model (or the same one with other settings) without restarting the server.
@@ -183,21 +170,14 @@ impl Engine {
     }
 
     fn send(&self, command: Command) -> Result<(), EngineError> {
-        let commands = self
-            .commands
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let commands = self.commands.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         commands.send(command).map_err(|_| EngineError::WorkerGone)
     }
 
     /// Stops the model thread and waits for it.
     pub fn shutdown(&self) {
         let _ = self.send(Command::Shutdown);
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
+        let thread = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
         if let Some(thread) = thread {
             let _ = thread.join();
         }
@@ -225,31 +205,23 @@ fn model_thread(
     loop {
         let next = match &config.model {
             ModelSource::None => {
-                state.send_replace(EngineState::Failed {
-                    error: EngineError::NoModel,
-                });
+                state.send_replace(EngineState::Failed { error: EngineError::NoModel });
                 serve_without_model(&commands, &EngineError::NoModel)
             }
             ModelSource::Path(path) => {
                 state.send_replace(EngineState::Loading { path: path.clone() });
                 tracing::info!(path = %path.display(), threads = config.threads, "loading model");
-                let loaded = catch_unwind(AssertUnwindSafe(|| {
-                    local::load_model(path, config.threads, config.n_ctx)
-                }))
-                .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
+                let loaded = catch_unwind(AssertUnwindSafe(|| local::load_model(path, config.threads, config.n_ctx)))
+                    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
                 match loaded {
                     Err(error) => {
                         tracing::error!(%error, "model not loaded");
-                        state.send_replace(EngineState::Failed {
-                            error: error.clone(),
-                        });
+                        state.send_replace(EngineState::Failed { error: error.clone() });
                         serve_without_model(&commands, &error)
                     }
                     Ok((model, info)) => match LlamaLm::new(&model, &info) {
                         Err(error) => {
-                            state.send_replace(EngineState::Failed {
-                                error: error.clone(),
-                            });
+                            state.send_replace(EngineState::Failed { error: error.clone() });
                             serve_without_model(&commands, &error)
                         }
                         Ok(lm) => {
@@ -318,9 +290,7 @@ fn serve<M: crate::session::LanguageModel>(
             continue;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            session.complete(&job.request, job.queued_at)
-        }));
+        let result = catch_unwind(AssertUnwindSafe(|| session.complete(&job.request, job.queued_at)));
         let result = match result {
             Ok(result) => result,
             Err(panic) => {
@@ -379,11 +349,7 @@ fn answer_all(queue: Vec<Job>, error: EngineError) {
 }
 
 fn empty(stop: StopReason) -> Completion {
-    Completion {
-        text: String::new(),
-        stop,
-        stats: CompletionStats::default(),
-    }
+    Completion { text: String::new(), stop, stats: CompletionStats::default() }
 }
 
 fn record(counters: &EngineCounters, completion: &Completion) {
@@ -391,22 +357,11 @@ fn record(counters: &EngineCounters, completion: &Completion) {
     if completion.stop == StopReason::Cancelled {
         counters.cancelled.fetch_add(1, Ordering::Relaxed);
     }
-    counters
-        .n_prompt
-        .fetch_add(stats.n_prompt as u64, Ordering::Relaxed);
-    counters
-        .n_reused
-        .fetch_add(stats.n_reused as u64, Ordering::Relaxed);
-    counters
-        .n_decoded
-        .fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
-    counters
-        .n_generated
-        .fetch_add(stats.n_generated as u64, Ordering::Relaxed);
-    *counters
-        .last
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
+    counters.n_prompt.fetch_add(stats.n_prompt as u64, Ordering::Relaxed);
+    counters.n_reused.fetch_add(stats.n_reused as u64, Ordering::Relaxed);
+    counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
+    counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
+    *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
     tracing::debug!(
         n_prompt = stats.n_prompt,
         n_reused = stats.n_reused,
@@ -448,15 +403,11 @@ mod tests {
             max_lines: 4,
             deadline: Instant::now() + Duration::from_secs(10),
             cancel: CancellationToken::new(),
+            raw_prompt: false,
+            stop_strings: Vec::new(),
+            sampling: crate::session::Sampling::default(),
         };
-        (
-            Job {
-                request,
-                queued_at: Instant::now(),
-                reply,
-            },
-            answer,
-        )
+        (Job { request, queued_at: Instant::now(), reply }, answer)
     }
 
     #[test]
@@ -486,10 +437,8 @@ mod tests {
             let _ = job.reply.send(result);
         }
         assert_eq!(ran, vec!["warm", "x", "abc"]);
-        let stops: Vec<StopReason> = answers
-            .into_iter()
-            .map(|mut answer| answer.try_recv().unwrap().unwrap().stop)
-            .collect();
+        let stops: Vec<StopReason> =
+            answers.into_iter().map(|mut answer| answer.try_recv().unwrap().unwrap().stop).collect();
         assert_eq!(stops[0], StopReason::Superseded);
         assert_eq!(stops[1], StopReason::Superseded);
         assert_ne!(stops[2], StopReason::Superseded);
@@ -508,10 +457,7 @@ mod tests {
         assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
         let (job, _) = job(1, "a");
         let error = engine.complete(job.request).await.unwrap_err();
-        assert!(
-            error.to_string().contains("/nonexistent/model.gguf"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("/nonexistent/model.gguf"), "{error}");
     }
 
     #[tokio::test]
@@ -520,11 +466,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("not-a-model.gguf");
         std::fs::write(&path, b"hello, this is text").unwrap();
-        let engine = Engine::start(EngineConfig {
-            model: ModelSource::Path(path.clone()),
-            threads: 1,
-            n_ctx: 512,
-        });
+        let engine = Engine::start(EngineConfig { model: ModelSource::Path(path.clone()), threads: 1, n_ctx: 512 });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();

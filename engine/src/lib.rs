@@ -15,7 +15,7 @@ pub mod suggestion_cache;
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource};
 pub use error::EngineError;
 pub use model_info::{FimFamily, ModelInfo};
-pub use session::{Completion, CompletionRequest, CompletionStats, StopMode, StopReason};
+pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopMode, StopReason};
 
 /// The default model's file name, as the install script places it.
 pub const DEFAULT_MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
@@ -23,12 +23,11 @@ pub const DEFAULT_MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
 /// Where the server looks for a model when neither `SPARK_MODEL` nor the `model.path` setting names one:
 /// `$XDG_DATA_HOME/spark/models/gemma-3-270m-q4_k_m.gguf`, or `~/.local/share/spark/models/…`.
 pub fn default_model_path() -> Option<std::path::PathBuf> {
-    let data_home = std::env::var_os("XDG_DATA_HOME")
-        .filter(|value| !value.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".local/share"))
-        })?;
+    let data_home =
+        std::env::var_os("XDG_DATA_HOME")
+            .filter(|value| !value.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".local/share")))?;
     Some(data_home.join("spark/models").join(DEFAULT_MODEL_FILE))
 }
 

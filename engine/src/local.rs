@@ -17,7 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use crate::error::EngineError;
 use crate::model_info::{FimFamily, ModelInfo};
-use crate::session::{LanguageModel, Token};
+use crate::session::{LanguageModel, Sampling, Token};
 
 /// llama.cpp's global state may be initialised once per process; models come and go, the backend stays.
 fn backend() -> Result<&'static LlamaBackend, EngineError> {
@@ -34,38 +34,26 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
 /// Checks that `path` exists and starts with the GGUF magic, so that a wrong file gets a clear message
 /// instead of whatever llama.cpp says about it.
 pub fn check_gguf(path: &Path) -> Result<u64, EngineError> {
-    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing {
-        path: path.to_owned(),
-    })?;
+    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing { path: path.to_owned() })?;
     let mut magic = [0u8; 4];
     let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut magic));
     if read.is_err() || &magic != b"GGUF" {
-        return Err(EngineError::NotGguf {
-            path: path.to_owned(),
-        });
+        return Err(EngineError::NotGguf { path: path.to_owned() });
     }
     Ok(metadata.len())
 }
 
 /// Loads a model file (memory-mapped) and reads what Spark needs to know about it.
-pub fn load_model(
-    path: &Path,
-    threads: usize,
-    n_ctx: u32,
-) -> Result<(LlamaModel, ModelInfo), EngineError> {
+pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel, ModelInfo), EngineError> {
     let size_bytes = check_gguf(path)?;
     let backend = backend()?;
     let started = Instant::now();
     let params = LlamaModelParams::default().with_use_mmap(true);
-    let model = LlamaModel::load_from_file(backend, path, &params).map_err(|error| {
-        EngineError::LoadFailed {
-            path: path.to_owned(),
-            reason: format!("{error} (truncated or unsupported GGUF?)"),
-        }
+    let model = LlamaModel::load_from_file(backend, path, &params).map_err(|error| EngineError::LoadFailed {
+        path: path.to_owned(),
+        reason: format!("{error} (truncated or unsupported GGUF?)"),
     })?;
-    let architecture = model
-        .meta_val_str("general.architecture")
-        .unwrap_or_default();
+    let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
     let name = model.meta_val_str("general.name").unwrap_or_default();
     let has_chat_template = model.meta_val_str("tokenizer.chat_template").is_ok();
     let vocab = model.vocab();
@@ -95,10 +83,7 @@ fn fim_template(
         if token.0 < 0 {
             return None;
         }
-        vocab
-            .text(token)
-            .and_then(|text| text.to_str().ok())
-            .map(str::to_owned)
+        vocab.text(token).and_then(|text| text.to_str().ok()).map(str::to_owned)
     };
     let pre = text_of(vocab.fim_pre())?;
     let suf = text_of(vocab.fim_suf())?;
@@ -114,6 +99,7 @@ pub struct LlamaLm<'m> {
     batch: LlamaBatch<'static>,
     batch_capacity: usize,
     sampler: LlamaSampler,
+    sampling: Sampling,
     last_logits_idx: i32,
     n_ctx: usize,
 }
@@ -129,13 +115,9 @@ impl<'m> LlamaLm<'m> {
             .with_n_ubatch(batch_capacity as u32)
             .with_n_threads(n_threads)
             .with_n_threads_batch(n_threads);
-        let context =
-            model
-                .new_context(backend, params)
-                .map_err(|error| EngineError::LoadFailed {
-                    path: info.path.clone(),
-                    reason: error.to_string(),
-                })?;
+        let context = model
+            .new_context(backend, params)
+            .map_err(|error| EngineError::LoadFailed { path: info.path.clone(), reason: error.to_string() })?;
         Ok(LlamaLm {
             model,
             n_ctx: context.n_ctx() as usize,
@@ -143,6 +125,7 @@ impl<'m> LlamaLm<'m> {
             batch: LlamaBatch::new(batch_capacity, 1),
             batch_capacity,
             sampler: LlamaSampler::greedy(),
+            sampling: Sampling::default(),
             last_logits_idx: 0,
         })
     }
@@ -150,12 +133,7 @@ impl<'m> LlamaLm<'m> {
 
 impl LanguageModel for LlamaLm<'_> {
     fn tokenize(&self, text: &str, parse_special: bool) -> Vec<Token> {
-        self.model
-            .vocab()
-            .tokenize(text.as_bytes(), false, parse_special)
-            .into_iter()
-            .map(|token| token.0)
-            .collect()
+        self.model.vocab().tokenize(text.as_bytes(), false, parse_special).into_iter().map(|token| token.0).collect()
     }
 
     fn bos(&self) -> Option<Token> {
@@ -164,9 +142,7 @@ impl LanguageModel for LlamaLm<'_> {
     }
 
     fn piece(&self, token: Token) -> Vec<u8> {
-        self.model
-            .vocab()
-            .token_to_piece(LlamaToken(token), false, None)
+        self.model.vocab().token_to_piece(LlamaToken(token), false, None)
     }
 
     fn is_end_of_generation(&self, token: Token) -> bool {
@@ -178,16 +154,13 @@ impl LanguageModel for LlamaLm<'_> {
     }
 
     fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
-        let n_keep =
-            u32::try_from(n_keep).map_err(|error| EngineError::Decode(error.to_string()))?;
+        let n_keep = u32::try_from(n_keep).map_err(|error| EngineError::Decode(error.to_string()))?;
         match self.context.clear_kv_cache_seq(Some(0), Some(n_keep), None) {
             Ok(true) => Ok(()),
             // A partial removal can fail for recurrent models: start over from an empty cache.
             Ok(false) | Err(_) => {
                 self.context.clear_kv_cache();
-                Err(EngineError::Decode(
-                    "the KV cache could not be truncated; it was cleared".into(),
-                ))
+                Err(EngineError::Decode("the KV cache could not be truncated; it was cleared".into()))
             }
         }
     }
@@ -198,18 +171,32 @@ impl LanguageModel for LlamaLm<'_> {
             let chunk_pos = first_pos + chunk_idx * self.batch_capacity;
             for (tok_idx, token) in chunk.iter().enumerate() {
                 let is_last = tok_idx + 1 == chunk.len();
-                let pos = i32::try_from(chunk_pos + tok_idx)
-                    .map_err(|error| EngineError::Decode(error.to_string()))?;
+                let pos = i32::try_from(chunk_pos + tok_idx).map_err(|error| EngineError::Decode(error.to_string()))?;
                 self.batch
                     .add(LlamaToken(*token), pos, &[0], is_last)
                     .map_err(|error| EngineError::Decode(error.to_string()))?;
             }
-            self.context
-                .decode(&mut self.batch)
-                .map_err(|error| EngineError::Decode(error.to_string()))?;
+            self.context.decode(&mut self.batch).map_err(|error| EngineError::Decode(error.to_string()))?;
             self.last_logits_idx = self.batch.n_tokens() - 1;
         }
         Ok(())
+    }
+
+    fn set_sampling(&mut self, sampling: Sampling) {
+        if sampling == self.sampling {
+            return;
+        }
+        self.sampling = sampling;
+        self.sampler = if sampling.temperature <= 0.0 {
+            LlamaSampler::greedy()
+        } else {
+            LlamaSampler::chain_simple([
+                LlamaSampler::top_k(40),
+                LlamaSampler::top_p(0.95, 1),
+                LlamaSampler::temp(sampling.temperature),
+                LlamaSampler::dist(sampling.seed),
+            ])
+        };
     }
 
     fn sample(&mut self) -> Token {

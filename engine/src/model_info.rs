@@ -64,28 +64,21 @@ impl FimFamily {
 
     /// The template of a known family; `Generic` takes the vocabulary's own marker texts.
     pub fn template(self, vocab_markers: Option<(&str, &str, &str)>) -> FimTemplate {
-        let owned =
-            |pre: &str, suf: &str, mid: &str, suffix_first: bool, stops: &[&str]| FimTemplate {
-                family: self,
-                prefix_marker: pre.to_owned(),
-                suffix_marker: suf.to_owned(),
-                middle_marker: mid.to_owned(),
-                suffix_first,
-                stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
-            };
+        let owned = |pre: &str, suf: &str, mid: &str, suffix_first: bool, stops: &[&str]| FimTemplate {
+            family: self,
+            prefix_marker: pre.to_owned(),
+            suffix_marker: suf.to_owned(),
+            middle_marker: mid.to_owned(),
+            suffix_first,
+            stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
+        };
         match self {
             FimFamily::QwenCoder => owned(
                 "<|fim_prefix|>",
                 "<|fim_suffix|>",
                 "<|fim_middle|>",
                 false,
-                &[
-                    "<|endoftext|>",
-                    "<|fim_pad|>",
-                    "<|repo_name|>",
-                    "<|file_sep|>",
-                    "<|im_end|>",
-                ],
+                &["<|endoftext|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<|im_end|>"],
             ),
             FimFamily::StarCoder2 => owned(
                 "<fim_prefix>",
@@ -111,8 +104,7 @@ impl FimFamily {
             FimFamily::Codestral => owned("[PREFIX]", "[SUFFIX]", "[MIDDLE]", true, &["</s>"]),
             FimFamily::CodeLlama => owned("<PRE> ", " <SUF>", " <MID>", false, &["<EOT>", "</s>"]),
             FimFamily::Generic => {
-                let (pre, suf, mid) =
-                    vocab_markers.unwrap_or(("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"));
+                let (pre, suf, mid) = vocab_markers.unwrap_or(("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"));
                 owned(pre, suf, mid, false, &[])
             }
         }

@@ -23,15 +23,12 @@ pub fn stop_at(generated: &str, context: &StopContext<'_>) -> Option<usize> {
     match context.mode {
         StopMode::Line => generated.find('\n'),
         StopMode::Block => block_stop(generated, context),
+        StopMode::Free => None,
     }
 }
 
 fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
-    let next_suffix_line = context
-        .suffix
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty());
+    let next_suffix_line = context.suffix.lines().map(str::trim).find(|line| !line.is_empty());
     let mut line_start = 0;
     let mut n_lines = 0;
     let mut previous_blank = false;
@@ -65,10 +62,7 @@ fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
     }
     // A partial last line that already dedents below the block can be cut at once.
     let tail = &generated[line_start..];
-    if line_start > 0
-        && !tail.trim().is_empty()
-        && indent_width(tail) < indent_width(context.indent)
-    {
+    if line_start > 0 && !tail.trim().is_empty() && indent_width(tail) < indent_width(context.indent) {
         return Some(line_start - 1);
     }
     None
@@ -76,10 +70,7 @@ fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
 
 /// Width of a line's leading whitespace, a tab counting as four columns.
 fn indent_width(line: &str) -> usize {
-    line.chars()
-        .take_while(|ch| ch.is_whitespace() && *ch != '\n')
-        .map(|ch| if ch == '\t' { 4 } else { 1 })
-        .sum()
+    line.chars().take_while(|ch| ch.is_whitespace() && *ch != '\n').map(|ch| if ch == '\t' { 4 } else { 1 }).sum()
 }
 
 /// Cleans a finished suggestion; `None` when nothing worth showing is left.
@@ -120,11 +111,7 @@ pub fn trim_suffix_overlap(text: &str, suffix: &str) -> String {
     // Longest end of the first line that is a start of the line suffix.
     let suffix_start = line_suffix.trim_start();
     let mut best = 0;
-    for (idx, _) in suffix_start
-        .char_indices()
-        .skip(1)
-        .chain(std::iter::once((suffix_start.len(), ' ')))
-    {
+    for (idx, _) in suffix_start.char_indices().skip(1).chain(std::iter::once((suffix_start.len(), ' '))) {
         if first_line.ends_with(&suffix_start[..idx]) {
             best = idx;
         }
@@ -214,11 +201,7 @@ fn drop_repeated_lines(text: &str) -> String {
 /// Cuts the suggestion where its lines start repeating the first non-empty line after the cursor.
 fn drop_lines_repeating_suffix(text: &str, suffix: &str) -> String {
     let after_cursor_line = suffix.split_once('\n').map(|(_, rest)| rest).unwrap_or("");
-    let Some(next_line) = after_cursor_line
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-    else {
+    let Some(next_line) = after_cursor_line.lines().map(str::trim).find(|line| !line.is_empty()) else {
         return text.to_owned();
     };
     let mut offset: usize = 0;
@@ -236,21 +219,11 @@ mod tests {
     use super::*;
 
     fn line(suffix: &str) -> StopContext<'_> {
-        StopContext {
-            mode: StopMode::Line,
-            indent: "",
-            suffix,
-            max_lines: 8,
-        }
+        StopContext { mode: StopMode::Line, indent: "", suffix, max_lines: 8 }
     }
 
     fn block<'a>(indent: &'a str, suffix: &'a str) -> StopContext<'a> {
-        StopContext {
-            mode: StopMode::Block,
-            indent,
-            suffix,
-            max_lines: 8,
-        }
+        StopContext { mode: StopMode::Block, indent, suffix, max_lines: 8 }
     }
 
     #[test]
@@ -263,41 +236,17 @@ mod tests {
             ("foo(a, b)", line(")"), Some("foo(a, b")),
             ("a, b) + c;", line(") + c;\n"), Some("a, b")),
             ("}", line("}\n"), None),
-            (
-                "let y = 2;\n    y + 1\n}\nfn other() {}",
-                block("    ", "\n}\n"),
-                Some("let y = 2;\n    y + 1"),
-            ),
+            ("let y = 2;\n    y + 1\n}\nfn other() {}", block("    ", "\n}\n"), Some("let y = 2;\n    y + 1")),
             ("a();\n    a();\n    a();", block("    ", ""), Some("a();")),
-            (
-                "a();\n    b();\n    c();",
-                block("    ", "\n    c();\n}"),
-                Some("a();\n    b();"),
-            ),
+            ("a();\n    b();\n    c();", block("    ", "\n    c();\n}"), Some("a();\n    b();")),
             ("x\n\n\nfn f() {}", block("", ""), Some("x")),
-            (
-                "a);\n    if b {\n        c();",
-                block("    ", ""),
-                Some("a);"),
-            ),
+            ("a);\n    if b {\n        c();", block("    ", ""), Some("a);")),
             ("if b {\n        c();", block("    ", ""), Some("if b {")),
-            (
-                "if b {\n        c();\n    }\n    d();",
-                block("    ", ""),
-                Some("if b {\n        c();\n    }\n    d();"),
-            ),
-            (
-                "f(\"{\");\n    g();",
-                block("    ", ""),
-                Some("f(\"{\");\n    g();"),
-            ),
+            ("if b {\n        c();\n    }\n    d();", block("    ", ""), Some("if b {\n        c();\n    }\n    d();")),
+            ("f(\"{\");\n    g();", block("    ", ""), Some("f(\"{\");\n    g();")),
         ];
         for (generated, context, expected) in cases {
-            assert_eq!(
-                finalize(generated, context).as_deref(),
-                *expected,
-                "generated {generated:?}"
-            );
+            assert_eq!(finalize(generated, context).as_deref(), *expected, "generated {generated:?}");
         }
     }
 
@@ -312,10 +261,7 @@ mod tests {
         let context = block("    ", "");
         assert_eq!(stop_at("a\n    b\n}", &context), Some(7));
         assert_eq!(stop_at("a\n    b\n    ", &context), None);
-        let short = StopContext {
-            max_lines: 2,
-            ..context
-        };
+        let short = StopContext { max_lines: 2, ..context };
         assert_eq!(stop_at("a\n    b\n    c\n", &short), Some(7));
     }
 

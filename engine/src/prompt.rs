@@ -17,17 +17,12 @@ pub struct PromptInput<'a> {
 /// Renders the prompt. With a FIM template the markers are special tokens (tokenize with special parsing on);
 /// without one the model continues the prefix and the suffix is used only to stop and trim.
 pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
-    let PromptInput {
-        header,
-        prefix,
-        suffix,
-    } = input;
+    let PromptInput { header, prefix, suffix } = input;
     match fim {
         None => format!("{header}{prefix}"),
-        Some(template) if template.suffix_first => format!(
-            "{}{suffix}{}{header}{prefix}",
-            template.suffix_marker, template.prefix_marker
-        ),
+        Some(template) if template.suffix_first => {
+            format!("{}{suffix}{}{header}{prefix}", template.suffix_marker, template.prefix_marker)
+        }
         Some(template) => format!(
             "{}{header}{prefix}{}{suffix}{}",
             template.prefix_marker, template.suffix_marker, template.middle_marker
@@ -43,15 +38,9 @@ mod tests {
 
     fn check(family: Option<FimFamily>, expect: Expect) {
         let template = family.map(|family| family.template(None));
-        let input = PromptInput {
-            header: "// a.rs\n",
-            prefix: "fn main() {\n    let x",
-            suffix: ";\n}\n",
-        };
+        let input = PromptInput { header: "// a.rs\n", prefix: "fn main() {\n    let x", suffix: ";\n}\n" };
         let rendered = render(template.as_ref(), input);
-        let stops = template
-            .map(|template| template.stop_strings.join(" "))
-            .unwrap_or_default();
+        let stops = template.map(|template| template.stop_strings.join(" ")).unwrap_or_default();
         expect.assert_eq(&format!("{rendered}\n-- stops: {stops}"));
     }
 
@@ -153,22 +142,10 @@ mod tests {
 
     #[test]
     fn family_detection() {
-        assert_eq!(
-            FimFamily::detect("qwen2", "<|fim_prefix|>"),
-            FimFamily::QwenCoder
-        );
-        assert_eq!(
-            FimFamily::detect("gemma", "<|fim_prefix|>"),
-            FimFamily::CodeGemma
-        );
-        assert_eq!(
-            FimFamily::detect("starcoder2", "<fim_prefix>"),
-            FimFamily::StarCoder2
-        );
-        assert_eq!(
-            FimFamily::detect("llama", "<｜fim▁begin｜>"),
-            FimFamily::DeepSeekCoder
-        );
+        assert_eq!(FimFamily::detect("qwen2", "<|fim_prefix|>"), FimFamily::QwenCoder);
+        assert_eq!(FimFamily::detect("gemma", "<|fim_prefix|>"), FimFamily::CodeGemma);
+        assert_eq!(FimFamily::detect("starcoder2", "<fim_prefix>"), FimFamily::StarCoder2);
+        assert_eq!(FimFamily::detect("llama", "<｜fim▁begin｜>"), FimFamily::DeepSeekCoder);
         assert_eq!(FimFamily::detect("llama", "[PREFIX]"), FimFamily::Codestral);
         assert_eq!(FimFamily::detect("llama", "▁<PRE>"), FimFamily::CodeLlama);
         assert_eq!(FimFamily::detect("llama", "<pre>"), FimFamily::Generic);

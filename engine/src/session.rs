@@ -20,6 +20,22 @@ pub enum StopMode {
     Line,
     /// The cursor is at the end of a line or on an empty one: complete up to the end of the block.
     Block,
+    /// A task prompt (fix, tests, regex): only the request's stop strings, end of generation and the budget
+    /// end it; the text is returned as generated.
+    Free,
+}
+
+/// How the next token is chosen: greedy at temperature zero, else sampled with a seed (reproducible).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub seed: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { temperature: 0.0, seed: 0 }
+    }
 }
 
 /// A fill-in request, editor-neutral.
@@ -38,6 +54,11 @@ pub struct CompletionRequest {
     pub max_lines: usize,
     pub deadline: Instant,
     pub cancel: CancellationToken,
+    /// A task prompt is used as it is: no FIM layout, no header (`prefix` holds the whole prompt).
+    pub raw_prompt: bool,
+    /// Strings that end generation (cut before them), besides the model's own.
+    pub stop_strings: Vec<String>,
+    pub sampling: Sampling,
 }
 
 /// Why generation ended.
@@ -88,6 +109,8 @@ pub trait LanguageModel {
     /// Evaluates `tokens` at positions `first_pos..`, leaving the logits of the last one ready to sample.
     fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError>;
     fn sample(&mut self) -> Token;
+    /// Chooses how `sample` picks tokens from now on.
+    fn set_sampling(&mut self, sampling: Sampling);
 }
 
 /// Prompt tokens are evaluated in chunks so that a cancel lands within one chunk; what was evaluated stays
@@ -102,11 +125,7 @@ pub struct Session<M> {
 
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
-        Session {
-            model,
-            fim,
-            cached: Vec::new(),
-        }
+        Session { model, fim, cached: Vec::new() }
     }
 
     /// Tokens currently in the KV cache, in order.
@@ -120,16 +139,9 @@ impl<M: LanguageModel> Session<M> {
         self.cached.clear();
     }
 
-    pub fn complete(
-        &mut self,
-        request: &CompletionRequest,
-        queued_at: Instant,
-    ) -> Result<Completion, EngineError> {
+    pub fn complete(&mut self, request: &CompletionRequest, queued_at: Instant) -> Result<Completion, EngineError> {
         let started = Instant::now();
-        let mut stats = CompletionStats {
-            queue_ms: millis(started - queued_at),
-            ..Default::default()
-        };
+        let mut stats = CompletionStats { queue_ms: millis(started - queued_at), ..Default::default() };
         let tokens = self.prompt_tokens(request);
         stats.n_prompt = tokens.len();
 
@@ -164,11 +176,12 @@ impl<M: LanguageModel> Session<M> {
             suffix: &request.suffix,
             max_lines: request.max_lines,
         };
-        let stop_strings: &[String] = self
-            .fim
-            .as_ref()
-            .map(|fim| fim.stop_strings.as_slice())
-            .unwrap_or(&[]);
+        let model_stops: &[String] = match (&self.fim, request.raw_prompt) {
+            (Some(fim), false) => fim.stop_strings.as_slice(),
+            _ => &[],
+        };
+        let stop_strings: Vec<&str> = model_stops.iter().chain(&request.stop_strings).map(String::as_str).collect();
+        self.model.set_sampling(request.sampling);
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
         let stop = loop {
@@ -187,11 +200,7 @@ impl<M: LanguageModel> Session<M> {
             }
             bytes.extend_from_slice(&self.model.piece(token));
             text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
-            if let Some(cut) = stop_strings
-                .iter()
-                .filter_map(|stop| text.find(stop.as_str()))
-                .min()
-            {
+            if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop)).min() {
                 text.truncate(cut);
                 break StopReason::StopRule;
             }
@@ -221,17 +230,15 @@ impl<M: LanguageModel> Session<M> {
                 }
             }
         }
-        let text = postprocess::finalize(&text, &stop_context).unwrap_or_default();
+        let text = if request.mode == StopMode::Free {
+            text
+        } else {
+            postprocess::finalize(&text, &stop_context).unwrap_or_default()
+        };
         Ok(self.finish(text, stop, stats, started))
     }
 
-    fn finish(
-        &self,
-        text: String,
-        stop: StopReason,
-        mut stats: CompletionStats,
-        started: Instant,
-    ) -> Completion {
+    fn finish(&self, text: String, stop: StopReason, mut stats: CompletionStats, started: Instant) -> Completion {
         stats.total_ms = millis(started.elapsed());
         Completion { text, stop, stats }
     }
@@ -239,22 +246,18 @@ impl<M: LanguageModel> Session<M> {
     /// BOS, then the rendered prompt; when it does not fit the context, the oldest prefix tokens go, in
     /// 256-token steps so that the start stays put while the user types.
     fn prompt_tokens(&self, request: &CompletionRequest) -> Vec<Token> {
-        let rendered = prompt::render(
-            self.fim.as_ref(),
-            PromptInput {
-                header: &request.header,
-                prefix: &request.prefix,
-                suffix: &request.suffix,
-            },
-        );
+        let rendered = if request.raw_prompt {
+            request.prefix.clone()
+        } else {
+            prompt::render(
+                self.fim.as_ref(),
+                PromptInput { header: &request.header, prefix: &request.prefix, suffix: &request.suffix },
+            )
+        };
         let mut tokens: Vec<Token> = self.model.bos().into_iter().collect();
         let n_head = tokens.len();
         tokens.extend(self.model.tokenize(&rendered, self.fim.is_some()));
-        let budget = self
-            .model
-            .n_ctx()
-            .saturating_sub(request.max_tokens + 8)
-            .max(16);
+        let budget = self.model.n_ctx().saturating_sub(request.max_tokens + 8).max(16);
         if tokens.len() > budget {
             let excess = tokens.len() - budget;
             let n_drop = excess.div_ceil(256) * 256;
@@ -322,9 +325,7 @@ pub(crate) mod fake {
             Some(BOS)
         }
         fn piece(&self, token: Token) -> Vec<u8> {
-            char::from_u32(token as u32)
-                .map(|ch| ch.to_string().into_bytes())
-                .unwrap_or_default()
+            char::from_u32(token as u32).map(|ch| ch.to_string().into_bytes()).unwrap_or_default()
         }
         fn is_end_of_generation(&self, token: Token) -> bool {
             token == EOG
@@ -337,11 +338,7 @@ pub(crate) mod fake {
             Ok(())
         }
         fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
-            assert_eq!(
-                first_pos,
-                self.cache.len(),
-                "decode must append at the end of the cache"
-            );
+            assert_eq!(first_pos, self.cache.len(), "decode must append at the end of the cache");
             self.cache.extend_from_slice(tokens);
             self.decoded_total += tokens.len();
             if tokens.len() > 1 || self.prompt_len == 0 {
@@ -349,6 +346,7 @@ pub(crate) mod fake {
             }
             Ok(())
         }
+        fn set_sampling(&mut self, _sampling: Sampling) {}
         fn sample(&mut self) -> Token {
             let n_generated = self.cache.len() - self.prompt_len;
             match self.continuation.chars().nth(n_generated) {
@@ -377,15 +375,27 @@ mod tests {
             max_lines: 8,
             deadline: Instant::now() + Duration::from_secs(10),
             cancel: CancellationToken::new(),
+            raw_prompt: false,
+            stop_strings: Vec::new(),
+            sampling: Sampling::default(),
         }
+    }
+
+    #[test]
+    fn free_mode_stops_only_at_stop_strings() {
+        let mut session = Session::new(FakeModel::new("a\n\n    b();\nEND more"), None);
+        let mut req = request("prompt", "", StopMode::Free);
+        req.raw_prompt = true;
+        req.stop_strings = vec!["END".into()];
+        let completion = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(completion.text, "a\n\n    b();\n");
+        assert_eq!(completion.stop, StopReason::StopRule);
     }
 
     #[test]
     fn line_mode_completes_to_end_of_line_and_trims_suffix() {
         let mut session = Session::new(FakeModel::new("x + 1);\nnext line"), None);
-        let completion = session
-            .complete(&request("let y = f(", ");", StopMode::Line), Instant::now())
-            .unwrap();
+        let completion = session.complete(&request("let y = f(", ");", StopMode::Line), Instant::now()).unwrap();
         assert_eq!(completion.text, "x + 1");
         assert_eq!(completion.stop, StopReason::StopRule);
     }
@@ -393,20 +403,10 @@ mod tests {
     #[test]
     fn second_keystroke_reuses_the_cached_prefix() {
         let mut session = Session::new(FakeModel::new("abc"), None);
-        let first = session
-            .complete(
-                &request("fn main() {\n    let", "", StopMode::Line),
-                Instant::now(),
-            )
-            .unwrap();
+        let first = session.complete(&request("fn main() {\n    let", "", StopMode::Line), Instant::now()).unwrap();
         assert_eq!(first.stats.n_reused, 0);
         assert_eq!(first.stats.n_decoded, first.stats.n_prompt);
-        let second = session
-            .complete(
-                &request("fn main() {\n    let x", "", StopMode::Line),
-                Instant::now(),
-            )
-            .unwrap();
+        let second = session.complete(&request("fn main() {\n    let x", "", StopMode::Line), Instant::now()).unwrap();
         // Everything up to the old prompt's end is reused; only " x" is new.
         assert_eq!(second.stats.n_reused, first.stats.n_prompt);
         assert_eq!(second.stats.n_decoded, 2);
@@ -415,14 +415,10 @@ mod tests {
     #[test]
     fn typed_ahead_characters_that_match_generated_tokens_are_reused() {
         let mut session = Session::new(FakeModel::new("abc"), None);
-        let first = session
-            .complete(&request("let x = ", "", StopMode::Line), Instant::now())
-            .unwrap();
+        let first = session.complete(&request("let x = ", "", StopMode::Line), Instant::now()).unwrap();
         assert_eq!(first.text, "abc");
         // The user typed "ab": those tokens were generated and are in the cache.
-        let second = session
-            .complete(&request("let x = ab", "", StopMode::Line), Instant::now())
-            .unwrap();
+        let second = session.complete(&request("let x = ab", "", StopMode::Line), Instant::now()).unwrap();
         assert_eq!(second.stats.n_reused, first.stats.n_prompt + 1);
     }
 
@@ -476,9 +472,7 @@ mod tests {
         model.n_ctx = 600;
         let mut session = Session::new(model, None);
         let long = "a".repeat(1000);
-        let completion = session
-            .complete(&request(&long, "", StopMode::Line), Instant::now())
-            .unwrap();
+        let completion = session.complete(&request(&long, "", StopMode::Line), Instant::now()).unwrap();
         assert!(completion.stats.n_prompt <= 600 - 64 - 8);
         assert_eq!(completion.text, "z");
     }

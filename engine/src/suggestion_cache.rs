@@ -38,10 +38,7 @@ const MAX_LANES: usize = 64;
 impl SuggestionCache {
     pub fn new(capacity: usize) -> SuggestionCache {
         let capacity = NonZeroUsize::new(capacity.max(1)).expect("capacity is at least one");
-        SuggestionCache {
-            exact: LruCache::new(capacity),
-            last_by_lane: HashMap::new(),
-        }
+        SuggestionCache { exact: LruCache::new(capacity), last_by_lane: HashMap::new() }
     }
 
     /// A suggestion for `request` that needs no model call, if there is one.
@@ -118,6 +115,9 @@ mod tests {
             max_lines: 4,
             deadline: Instant::now(),
             cancel: CancellationToken::new(),
+            raw_prompt: false,
+            stop_strings: Vec::new(),
+            sampling: crate::session::Sampling::default(),
         }
     }
 
@@ -138,9 +138,6 @@ mod tests {
         assert_eq!(cache.lookup(&request("let x =", "\n}")), None);
         assert_eq!(cache.lookup(&request("let x = com", ");\n}")), None);
         // Typing the whole suggestion leaves nothing to show.
-        assert_eq!(
-            cache.lookup(&request("let x = compute(1);\nlet y = 2;", "\n}")),
-            None
-        );
+        assert_eq!(cache.lookup(&request("let x = compute(1);\nlet y = 2;", "\n}")), None);
     }
 }

@@ -67,9 +67,7 @@ impl Lang {
     /// A fresh parser with this language set. Parsers are cheap but not `Sync`; keep one per thread.
     pub fn parser(self) -> Parser {
         let mut parser = Parser::new();
-        parser
-            .set_language(&self.language())
-            .expect("grammar ABI version is supported by the tree-sitter crate");
+        parser.set_language(&self.language()).expect("grammar ABI version is supported by the tree-sitter crate");
         parser
     }
 
@@ -85,10 +83,7 @@ impl Lang {
         };
         cell.get_or_init(|| {
             Queries::compile(self).unwrap_or_else(|err| {
-                panic!(
-                    "query {err} does not compile for {}; the grammars tests catch this",
-                    self.name()
-                )
+                panic!("query {err} does not compile for {}; the grammars tests catch this", self.name())
             })
         })
     }
@@ -148,10 +143,9 @@ impl Queries {
     /// Compiles all queries of `lang`. The error names the query that failed and why.
     pub(crate) fn compile(lang: Lang) -> Result<Queries, String> {
         let language = lang.language();
-        let [items, functions, tests, comments, imports, blocks] =
-            lang.query_sources().map(|(name, source)| {
-                Query::new(&language, source).map_err(|err| format!("{name}.scm: {err}"))
-            });
+        let [items, functions, tests, comments, imports, blocks] = lang
+            .query_sources()
+            .map(|(name, source)| Query::new(&language, source).map_err(|err| format!("{name}.scm: {err}")));
         Ok(Queries {
             items: items?,
             functions: functions?,
@@ -223,11 +217,7 @@ pub fn count_errors_in(root: Node<'_>, start_byte: usize, end_byte: usize) -> us
 
 /// Calls `on_error` for each outermost ERROR or MISSING node overlapping `range`, in document order, until it
 /// returns false. Subtrees without errors or outside the range are skipped.
-fn visit_errors<'t>(
-    root: Node<'t>,
-    range: std::ops::Range<usize>,
-    on_error: &mut dyn FnMut(Node<'t>) -> bool,
-) {
+fn visit_errors<'t>(root: Node<'t>, range: std::ops::Range<usize>, on_error: &mut dyn FnMut(Node<'t>) -> bool) {
     let mut cursor = root.walk();
     loop {
         let node = cursor.node();

@@ -22,15 +22,9 @@ fn every_query_compiles_for_every_language() {
         // The public entry point must agree.
         let queries = lang.queries();
         assert!(queries.items.capture_index_for_name("item").is_some());
-        assert!(queries
-            .functions
-            .capture_index_for_name("function")
-            .is_some());
+        assert!(queries.functions.capture_index_for_name("function").is_some());
         assert!(queries.functions.capture_index_for_name("name").is_some());
-        assert!(queries
-            .tests
-            .capture_index_for_name("test_module")
-            .is_some());
+        assert!(queries.tests.capture_index_for_name("test_module").is_some());
         assert!(queries.tests.capture_index_for_name("test").is_some());
         assert!(queries.comments.capture_index_for_name("comment").is_some());
         assert!(queries.imports.capture_index_for_name("import").is_some());
@@ -252,10 +246,7 @@ fn tsx_items() {
 #[test]
 fn rust_functions() {
     check(Lang::Rust, "fn main() {}\n// <- @function\n// ^ @name");
-    check(
-        Lang::Rust,
-        "async fn fetch<T>(x: T) {}\n// <- @function\n//       ^ @name",
-    );
+    check(Lang::Rust, "async fn fetch<T>(x: T) {}\n// <- @function\n//       ^ @name");
     check(
         Lang::Rust,
         r#"
@@ -294,18 +285,9 @@ fn rust_functions() {
 fn typescript_functions() {
     for lang in [Lang::TypeScript, Lang::Tsx] {
         check(lang, "function add(a: number, b: number) { return a + b; }\n// <- @function\n//       ^ @name");
-        check(
-            lang,
-            "const mul = (a: number) => a * 2;\n// <- @function\n//    ^ @name",
-        );
-        check(
-            lang,
-            "let g = function () {};\n// <- @function\n//  ^ @name",
-        );
-        check(
-            lang,
-            "function* gen() {}\n// <- @function\n//        ^ @name",
-        );
+        check(lang, "const mul = (a: number) => a * 2;\n// <- @function\n//    ^ @name");
+        check(lang, "let g = function () {};\n// <- @function\n//  ^ @name");
+        check(lang, "function* gen() {}\n// <- @function\n//        ^ @name");
         check(lang, "const x = 1;\n// <- !@function");
         check(
             lang,
@@ -373,23 +355,11 @@ fn rust_tests() {
         }
         "#,
     );
-    check(
-        Lang::Rust,
-        "#[cfg(test)]\n#[allow(dead_code)]\nmod tests {}\n// <- @test_module",
-    );
-    check(
-        Lang::Rust,
-        "mod tests {\n// <- @test_module\n    #![cfg(test)]\n}",
-    );
+    check(Lang::Rust, "#[cfg(test)]\n#[allow(dead_code)]\nmod tests {}\n// <- @test_module");
+    check(Lang::Rust, "mod tests {\n// <- @test_module\n    #![cfg(test)]\n}");
     check(Lang::Rust, "mod tests {}\n// <- !@test_module");
-    check(
-        Lang::Rust,
-        "#[cfg(not(test))]\nmod real {}\n// <- !@test_module",
-    );
-    check(
-        Lang::Rust,
-        "#[test]\nfn a() {}\n// <- @test\nfn b() {}\n// <- !@test",
-    );
+    check(Lang::Rust, "#[cfg(not(test))]\nmod real {}\n// <- !@test_module");
+    check(Lang::Rust, "#[test]\nfn a() {}\n// <- @test\nfn b() {}\n// <- !@test");
     check(Lang::Rust, "#[inline]\nfn fast() {}\n// <- !@test");
 }
 
@@ -410,10 +380,7 @@ fn typescript_tests() {
             });
             "#,
         );
-        check(
-            lang,
-            "describe.each([1, 2])(\"table %i\", (n) => {});\n// <- @test_module",
-        );
+        check(lang, "describe.each([1, 2])(\"table %i\", (n) => {});\n// <- @test_module");
         check(lang, "test.each([1])(\"each %i\", (n) => {});\n// <- @test");
         check(lang, "const ok = /a/.test(\"a\");\n//         ^ !@test");
         check(lang, "test(\"no callback\");\n// <- !@test");
@@ -440,10 +407,7 @@ fn rust_comments() {
     check(Lang::Rust, "/// doc\nfn f() {}\n// <- !@comment");
     check(Lang::Rust, "/// doc\n// <- @comment\nfn f() {}");
     check(Lang::Rust, "//! inner doc\n// <- @comment");
-    check(
-        Lang::Rust,
-        "/* block */ fn f() {}\n// <- @comment\n//          ^ !@comment",
-    );
+    check(Lang::Rust, "/* block */ fn f() {}\n// <- @comment\n//          ^ !@comment");
     check(Lang::Rust, "fn g() { /* inside */ }\n//       ^ @comment");
 }
 
@@ -452,14 +416,8 @@ fn typescript_comments() {
     for lang in [Lang::TypeScript, Lang::Tsx] {
         check(lang, "// line\n// <- @comment");
         check(lang, "/** doc */\n// <- @comment\nfunction f() {}");
-        check(
-            lang,
-            "const a = 1; /* trailing */\n//           ^ @comment\n// <- !@comment",
-        );
-        check(
-            lang,
-            "const s = \"// not a comment\";\n//        ^ !@comment",
-        );
+        check(lang, "const a = 1; /* trailing */\n//           ^ @comment\n// <- !@comment");
+        check(lang, "const s = \"// not a comment\";\n//        ^ !@comment");
     }
 }
 
@@ -486,10 +444,7 @@ fn rust_imports() {
     check(Lang::Rust, "use std::{fs, path::Path};\n// <- @import");
     check(Lang::Rust, "pub use crate::a::b;\n// <- @import");
     check(Lang::Rust, "extern crate alloc;\n// <- @import");
-    check(
-        Lang::Rust,
-        "fn f() { use std::fmt::Write; }\n// <- !@import\n//       ^ @import",
-    );
+    check(Lang::Rust, "fn f() { use std::fmt::Write; }\n// <- !@import\n//       ^ @import");
 }
 
 #[test]
@@ -508,10 +463,7 @@ fn typescript_imports() {
 
 #[test]
 fn tsx_imports() {
-    check(
-        Lang::Tsx,
-        "import React from \"react\";\n// <- @import\nconst el = <div />;\n// <- !@import",
-    );
+    check(Lang::Tsx, "import React from \"react\";\n// <- @import\nconst el = <div />;\n// <- !@import");
 }
 
 #[test]
@@ -606,24 +558,9 @@ fn tsx_blocks() {
 
 #[test]
 fn smallest_capture_finds_enclosing_nodes() {
-    check_smallest(
-        Lang::Rust,
-        "item",
-        "fn f() {\n    let x = $01;\n}",
-        expect![[r#"let x = 1;"#]],
-    );
-    check_smallest(
-        Lang::Rust,
-        "item",
-        "fn f() {\n    $0\n}",
-        expect![[r#"fn f() {\n    \n}"#]],
-    );
-    check_smallest(
-        Lang::Rust,
-        "item",
-        "fn f() {}$0\nfn g() {}",
-        expect![[r#"fn f() {}"#]],
-    );
+    check_smallest(Lang::Rust, "item", "fn f() {\n    let x = $01;\n}", expect![[r#"let x = 1;"#]]);
+    check_smallest(Lang::Rust, "item", "fn f() {\n    $0\n}", expect![[r#"fn f() {\n    \n}"#]]);
+    check_smallest(Lang::Rust, "item", "fn f() {}$0\nfn g() {}", expect![[r#"fn f() {}"#]]);
     check_smallest(
         Lang::Rust,
         "item",
@@ -648,24 +585,9 @@ fn smallest_capture_finds_enclosing_nodes() {
         "#[test]\nfn t() { assert!($0true); }",
         expect![[r#"fn t() { assert!(true); }"#]],
     );
-    check_smallest(
-        Lang::Rust,
-        "nonexistent",
-        "fn f() { $0 }",
-        expect![[r#"None"#]],
-    );
-    check_smallest(
-        Lang::Rust,
-        "function",
-        "const A: u8 = $01;",
-        expect![[r#"None"#]],
-    );
-    check_smallest(
-        Lang::TypeScript,
-        "item",
-        "class C {\n  m() {\n    return $01;\n  }\n}",
-        expect![[r#"return 1;"#]],
-    );
+    check_smallest(Lang::Rust, "nonexistent", "fn f() { $0 }", expect![[r#"None"#]]);
+    check_smallest(Lang::Rust, "function", "const A: u8 = $01;", expect![[r#"None"#]]);
+    check_smallest(Lang::TypeScript, "item", "class C {\n  m() {\n    return $01;\n  }\n}", expect![[r#"return 1;"#]]);
     check_smallest(
         Lang::TypeScript,
         "function",
@@ -678,34 +600,14 @@ fn smallest_capture_finds_enclosing_nodes() {
         "function App() {\n  return <div>{$0n}</div>;\n}",
         expect![[r#"return <div>{n}</div>;"#]],
     );
-    check_smallest(
-        Lang::Tsx,
-        "block",
-        "function App() {\n  $0\n}",
-        expect![[r#"{\n  \n}"#]],
-    );
+    check_smallest(Lang::Tsx, "block", "function App() {\n  $0\n}", expect![[r#"{\n  \n}"#]]);
 }
 
 #[test]
 fn smallest_capture_on_broken_code() {
-    check_smallest(
-        Lang::Rust,
-        "item",
-        "fn f() {\n    let x = ;$0\n}",
-        expect![[r#"let x = ;"#]],
-    );
-    check_smallest(
-        Lang::Rust,
-        "function",
-        "fn f( {\n    $0\n}",
-        expect![[r#"fn f( {\n    \n}"#]],
-    );
-    check_smallest(
-        Lang::TypeScript,
-        "item",
-        "const a = (1 + ;$0",
-        expect!["const a = (1 + ;"],
-    );
+    check_smallest(Lang::Rust, "item", "fn f() {\n    let x = ;$0\n}", expect![[r#"let x = ;"#]]);
+    check_smallest(Lang::Rust, "function", "fn f( {\n    $0\n}", expect![[r#"fn f( {\n    \n}"#]]);
+    check_smallest(Lang::TypeScript, "item", "const a = (1 + ;$0", expect!["const a = (1 + ;"]);
     check_smallest(
         Lang::TypeScript,
         "function",
@@ -717,31 +619,11 @@ fn smallest_capture_on_broken_code() {
 #[test]
 fn syntax_errors_lists_error_and_missing_nodes() {
     check_errors(Lang::Rust, "fn f() {}\n", expect![[r#""#]]);
-    check_errors(
-        Lang::Rust,
-        "fn f( {",
-        expect![[r#"ERROR 0:0..0:7 "fn f( {""#]],
-    );
-    check_errors(
-        Lang::Rust,
-        "fn f() {\n    let x = ;\n}\n",
-        expect![[r#"ERROR 1:10..1:11 "=""#]],
-    );
-    check_errors(
-        Lang::Rust,
-        "fn f() {\n    let x = 1\n}\n",
-        expect!["MISSING ; 1:13..1:13"],
-    );
-    check_errors(
-        Lang::TypeScript,
-        "const a = (1 + ;",
-        expect![[r#"ERROR 0:8..0:14 "= (1 +""#]],
-    );
-    check_errors(
-        Lang::TypeScript,
-        "function f() {\n  return 1;\n",
-        expect!["MISSING } 1:11..1:11"],
-    );
+    check_errors(Lang::Rust, "fn f( {", expect![[r#"ERROR 0:0..0:7 "fn f( {""#]]);
+    check_errors(Lang::Rust, "fn f() {\n    let x = ;\n}\n", expect![[r#"ERROR 1:10..1:11 "=""#]]);
+    check_errors(Lang::Rust, "fn f() {\n    let x = 1\n}\n", expect!["MISSING ; 1:13..1:13"]);
+    check_errors(Lang::TypeScript, "const a = (1 + ;", expect![[r#"ERROR 0:8..0:14 "= (1 +""#]]);
+    check_errors(Lang::TypeScript, "function f() {\n  return 1;\n", expect!["MISSING } 1:11..1:11"]);
     check_errors(
         Lang::Tsx,
         "const el = <div><span></div>;",
@@ -768,29 +650,17 @@ fn count_errors_in_counts_overlapping_errors() {
     assert_eq!(count_errors_in(root, line_2.start, line_2.end), 1);
     let fn_g = source.find("fn g").unwrap();
     assert_eq!(count_errors_in(root, fn_g, source.len()), 0);
-    assert_eq!(
-        count_errors_in(root, 0, source.len()),
-        syntax_errors(root, usize::MAX).len()
-    );
+    assert_eq!(count_errors_in(root, 0, source.len()), syntax_errors(root, usize::MAX).len());
     // An empty range counts the errors it touches.
     let error = syntax_errors(root, 1)[0];
-    assert_eq!(
-        count_errors_in(root, error.start_byte(), error.start_byte()),
-        1
-    );
+    assert_eq!(count_errors_in(root, error.start_byte(), error.start_byte()), 1);
     assert_eq!(count_errors_in(root, 0, 0), 0);
 
     let source = "const a = 1;\nconst b = (1 + ;\nconst c = 3;\n";
     let tree = Lang::TypeScript.parser().parse(source, None).unwrap();
     let root = tree.root_node();
     assert_eq!(count_errors_in(root, 0, source.find("const b").unwrap()), 0);
-    assert!(
-        count_errors_in(
-            root,
-            source.find("const b").unwrap(),
-            source.find("const c").unwrap()
-        ) >= 1
-    );
+    assert!(count_errors_in(root, source.find("const b").unwrap(), source.find("const c").unwrap()) >= 1);
 }
 
 /// Checks the caret assertions of `fixture` against the captures of every query of `lang`.
@@ -798,24 +668,15 @@ fn count_errors_in_counts_overlapping_errors() {
 fn check(lang: Lang, fixture: &str) {
     let fixture = dedent(fixture);
     let (source, assertions) = parse_fixture(&fixture);
-    assert!(
-        !assertions.is_empty(),
-        "fixture has no assertions:\n{fixture}"
-    );
+    assert!(!assertions.is_empty(), "fixture has no assertions:\n{fixture}");
     let tree = lang.parser().parse(&source, None).unwrap();
     let captures = all_captures(lang, tree.root_node(), source.as_bytes());
     let queries = lang.queries();
-    let known_names: Vec<&str> = [
-        &queries.items,
-        &queries.functions,
-        &queries.tests,
-        &queries.comments,
-        &queries.imports,
-        &queries.blocks,
-    ]
-    .into_iter()
-    .flat_map(|query| query.capture_names().iter().copied())
-    .collect();
+    let known_names: Vec<&str> =
+        [&queries.items, &queries.functions, &queries.tests, &queries.comments, &queries.imports, &queries.blocks]
+            .into_iter()
+            .flat_map(|query| query.capture_names().iter().copied())
+            .collect();
     let mut failures = Vec::new();
     for assertion in &assertions {
         // A misspelt `!@name` would pass silently.
@@ -824,9 +685,7 @@ fn check(lang: Lang, fixture: &str) {
             "unknown capture @{} in:\n{fixture}",
             assertion.capture
         );
-        let found = captures
-            .iter()
-            .any(|(name, point)| *name == assertion.capture && *point == assertion.point);
+        let found = captures.iter().any(|(name, point)| *name == assertion.capture && *point == assertion.point);
         if found != assertion.expected {
             let row = assertion.point.row;
             let near: Vec<String> = captures
@@ -836,11 +695,7 @@ fn check(lang: Lang, fixture: &str) {
                 .collect();
             failures.push(format!(
                 "{}@{} at {row}:{} in `{}`; captures on that line: {near:?}",
-                if assertion.expected {
-                    "missing "
-                } else {
-                    "unexpected "
-                },
+                if assertion.expected { "missing " } else { "unexpected " },
                 assertion.capture,
                 assertion.point.column,
                 source.lines().nth(row).unwrap_or(""),
@@ -864,11 +719,7 @@ fn check_smallest(lang: Lang, capture: &str, fixture: &str, expect: Expect) {
     let before = parts.next().unwrap();
     let middle = parts.next().expect("fixture needs a $0 marker");
     let (source, start_byte, end_byte) = match parts.next() {
-        Some(after) => (
-            format!("{before}{middle}{after}"),
-            before.len(),
-            before.len() + middle.len(),
-        ),
+        Some(after) => (format!("{before}{middle}{after}"), before.len(), before.len() + middle.len()),
         None => (format!("{before}{middle}"), before.len(), before.len()),
     };
     let queries = lang.queries();
@@ -880,17 +731,8 @@ fn check_smallest(lang: Lang, capture: &str, fixture: &str, expect: Expect) {
         _ => panic!("no query for @{capture}"),
     };
     let tree = lang.parser().parse(&source, None).unwrap();
-    let node = smallest_capture(
-        query,
-        capture,
-        tree.root_node(),
-        source.as_bytes(),
-        start_byte,
-        end_byte,
-    );
-    let actual = node.map_or("None".to_owned(), |node| {
-        source[node.byte_range()].to_owned()
-    });
+    let node = smallest_capture(query, capture, tree.root_node(), source.as_bytes(), start_byte, end_byte);
+    let actual = node.map_or("None".to_owned(), |node| source[node.byte_range()].to_owned());
     expect.assert_eq(&actual.escape_debug().to_string());
 }
 
@@ -928,18 +770,13 @@ fn parse_fixture(fixture: &str) -> (String, Vec<Assertion>) {
             source_lines.push(line);
             continue;
         };
-        let row = source_lines
-            .len()
-            .checked_sub(1)
-            .expect("assertion before any source line");
+        let row = source_lines.len().checked_sub(1).expect("assertion before any source line");
         for name in names.split_whitespace() {
             let (expected, name) = match name.strip_prefix('!') {
                 Some(name) => (false, name),
                 None => (true, name),
             };
-            let capture = name
-                .strip_prefix('@')
-                .unwrap_or_else(|| panic!("bad assertion `{line}`"));
+            let capture = name.strip_prefix('@').unwrap_or_else(|| panic!("bad assertion `{line}`"));
             assertions.push(Assertion {
                 point: tree_sitter::Point { row, column },
                 capture: capture.to_owned(),
@@ -968,14 +805,9 @@ fn parse_assertion_line(line: &str) -> Option<(usize, &str)> {
 fn all_captures(lang: Lang, root: Node<'_>, source: &[u8]) -> Vec<(String, tree_sitter::Point)> {
     let queries = lang.queries();
     let mut captures = Vec::new();
-    for query in [
-        &queries.items,
-        &queries.functions,
-        &queries.tests,
-        &queries.comments,
-        &queries.imports,
-        &queries.blocks,
-    ] {
+    for query in
+        [&queries.items, &queries.functions, &queries.tests, &queries.comments, &queries.imports, &queries.blocks]
+    {
         let mut cursor = QueryCursor::new();
         let mut matches = cursor.matches(query, root, source);
         while let Some(query_match) = matches.next() {
@@ -999,9 +831,5 @@ fn dedent(fixture: &str) -> String {
         .map(|line| line.len() - line.trim_start().len())
         .min()
         .unwrap_or(0);
-    fixture
-        .lines()
-        .map(|line| line.get(indent..).unwrap_or("").trim_end())
-        .collect::<Vec<_>>()
-        .join("\n")
+    fixture.lines().map(|line| line.get(indent..).unwrap_or("").trim_end()).collect::<Vec<_>>().join("\n")
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, InlineSettings};
 use crate::document::Document;
 use crate::position::{self, LspPosition, PositionEncoding};
+use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use crate::{suggest, verify};
 
 #[derive(Parser, Debug)]
@@ -38,6 +39,39 @@ pub enum Command {
     Complete(CompleteArgs),
     /// Print the model Spark would use, its size, architecture, FIM support, threads, CPU features, load time.
     Doctor(DoctorArgs),
+    /// Spark fix: rewrite the broken statement or item at a position; prints a unified diff.
+    Fix(TaskArgs),
+    /// Generate tests for the function at a position; prints a unified diff.
+    Tests(TaskArgs),
+    /// Generate a regex from the comment at a position (with its examples); prints a unified diff.
+    Regex(TaskArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TaskArgs {
+    pub file: PathBuf,
+    /// Position as LINE:COL, both 1-based; COL counts characters.
+    #[arg(long, value_name = "LINE:COL")]
+    pub at: String,
+    /// The diagnostic to fix (fix only), e.g. the compiler's message.
+    #[arg(long)]
+    pub message: Option<String>,
+    /// Print JSON instead of a diff.
+    #[arg(long)]
+    pub json: bool,
+    /// Apply the verified edit to the files.
+    #[arg(long)]
+    pub write: bool,
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Samples to try (greedy first, then sampled).
+    #[arg(long, default_value_t = 4)]
+    pub samples: usize,
+    /// Time budget for all samples.
+    #[arg(long, default_value_t = 20_000)]
+    pub budget_ms: u64,
 }
 
 #[derive(Args, Debug)]
@@ -71,34 +105,22 @@ pub struct DoctorArgs {
 
 pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
     let (service, socket) = crate::lsp::service();
-    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
-        .serve(service)
-        .await;
+    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
     Ok(ExitCode::SUCCESS)
 }
 
 fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
     EngineConfig {
         model: config::resolve_model(model),
-        threads: threads
-            .filter(|threads| *threads > 0)
-            .unwrap_or_else(spark_engine::default_threads),
+        threads: threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
         n_ctx: 4096,
     }
 }
 
 fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
-    let (line, column) = at
-        .split_once(':')
-        .context("--at takes LINE:COL, e.g. --at 12:5")?;
-    let line: u32 = line
-        .trim()
-        .parse()
-        .with_context(|| format!("--at: line {line:?} is not a number"))?;
-    let column: u32 = column
-        .trim()
-        .parse()
-        .with_context(|| format!("--at: column {column:?} is not a number"))?;
+    let (line, column) = at.split_once(':').context("--at takes LINE:COL, e.g. --at 12:5")?;
+    let line: u32 = line.trim().parse().with_context(|| format!("--at: line {line:?} is not a number"))?;
+    let column: u32 = column.trim().parse().with_context(|| format!("--at: column {column:?} is not a number"))?;
     if line == 0 || column == 0 {
         bail!("--at is 1-based: line and column start at 1");
     }
@@ -110,10 +132,7 @@ fn read_source(file: &Path) -> anyhow::Result<String> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
         Err(error) => {
-            eprintln!(
-                "spark-lsp: warning: {} is not valid UTF-8; invalid bytes were replaced",
-                file.display()
-            );
+            eprintln!("spark-lsp: warning: {} is not valid UTF-8; invalid bytes were replaced", file.display());
             Ok(String::from_utf8_lossy(error.as_bytes()).into_owned())
         }
     }
@@ -125,32 +144,16 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     let lang = spark_grammars::Lang::from_path(&args.file);
     let language_id = lang.map(|lang| lang.name()).unwrap_or("plaintext");
     let document = Document::new(&text, language_id, lang, 0);
-    let resolved = position::to_byte(
-        &document.rope,
-        LspPosition {
-            line,
-            character: column,
-        },
-        PositionEncoding::Utf32,
-    );
+    let resolved = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32);
     if resolved.clamped {
-        eprintln!(
-            "spark-lsp: warning: --at {} is outside the file; clamped",
-            args.at
-        );
+        eprintln!("spark-lsp: warning: --at {} is outside the file; clamped", args.at);
     }
 
     let process_start = Instant::now();
     let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
-    let info = engine
-        .wait_ready()
-        .await
-        .context("the model is not available")?;
-    let settings = InlineSettings {
-        deadline_ms: args.deadline_ms,
-        max_tokens: args.max_tokens,
-        ..InlineSettings::default()
-    };
+    let info = engine.wait_ready().await.context("the model is not available")?;
+    let settings =
+        InlineSettings { deadline_ms: args.deadline_ms, max_tokens: args.max_tokens, ..InlineSettings::default() };
     let path = args.file.to_string_lossy().into_owned();
     let prepared = suggest::prepare(
         &document,
@@ -162,10 +165,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     );
     let mode = prepared.context.mode;
     let started = Instant::now();
-    let completion = engine
-        .complete(prepared.request)
-        .await
-        .context("completion failed")?;
+    let completion = engine.complete(prepared.request).await.context("completion failed")?;
     let verified = if completion.text.is_empty() {
         None
     } else {
@@ -223,40 +223,24 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             println!("model:        none (HOME is not set and no model is configured)")
         }
     }
-    println!(
-        "threads:      {} (physical cores {}, logical {})",
-        config.threads,
-        num_physical(),
-        num_logical()
-    );
+    println!("threads:      {} (physical cores {}, logical {})", config.threads, num_physical(), num_logical());
     println!("cpu features: {}", cpu_features());
     let started = Instant::now();
     let engine = Engine::start(config);
     let ready = engine.wait_ready().await;
     let code = match ready {
         Ok(info) => {
-            println!(
-                "size:         {:.1} MiB",
-                info.size_bytes as f64 / (1024.0 * 1024.0)
-            );
+            println!("size:         {:.1} MiB", info.size_bytes as f64 / (1024.0 * 1024.0));
             println!("name:         {}", info.name);
             println!("architecture: {}", info.architecture);
             println!("parameters:   {:.0} M", info.n_params as f64 / 1e6);
             println!("vocabulary:   {} tokens", info.n_vocab);
-            println!(
-                "context:      {} tokens (trained {})",
-                info.n_ctx, info.n_ctx_train
-            );
+            println!("context:      {} tokens (trained {})", info.n_ctx, info.n_ctx_train);
             match &info.fim {
                 Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),
-                None => println!(
-                    "fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"
-                ),
+                None => println!("fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"),
             }
-            println!(
-                "chat template: {}",
-                if info.has_chat_template { "yes" } else { "no" }
-            );
+            println!("chat template: {}", if info.has_chat_template { "yes" } else { "no" });
             println!(
                 "load time:    {} ms (model), {} ms (start to ready)",
                 info.load_ms,
@@ -280,9 +264,7 @@ fn num_physical() -> usize {
 }
 
 fn num_logical() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 fn cpu_features() -> String {
@@ -309,6 +291,71 @@ fn cpu_features() -> String {
     {
         std::env::consts::ARCH.to_owned()
     }
+}
+
+/// `fix`, `tests` and `regex`: the same task code as the code actions, on a file.
+pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
+    let (line, column) = parse_at(&args.at)?;
+    let text = read_source(&args.file)?;
+    let Some(lang) = spark_grammars::Lang::from_path(&args.file) else {
+        bail!("{}: Spark's tasks work on Rust and TypeScript files (.rs, .ts, .tsx, .js, .jsx)", args.file.display());
+    };
+    let document = Document::new(&text, lang.name(), Some(lang), 0);
+    let Some(tree) = document.tree.clone() else { bail!("{} could not be parsed (too large?)", args.file.display()) };
+    let at = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32).byte;
+    let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
+    engine.wait_ready().await.context("the model is not available")?;
+    let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
+    let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0 };
+    let target = TaskTarget { range: at..at, message: args.message.clone() };
+    let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
+    let outcome = tasks::run(&engine, kind, &snapshot, &target, budget, &CancellationToken::new()).await?;
+    engine.shutdown();
+
+    let diffs: Vec<(String, bool, String)> = outcome
+        .changes
+        .iter()
+        .map(|change| {
+            let shown = change.path.as_deref().unwrap_or(&args.file).display().to_string();
+            let new_text = change.new_text();
+            let diff = similar::TextDiff::from_lines(&change.old_text, &new_text)
+                .unified_diff()
+                .header(if change.create { "/dev/null" } else { &shown }, &shown)
+                .to_string();
+            (shown, change.create, diff)
+        })
+        .collect();
+    if args.json {
+        let output = json!({
+            "task": kind.command(),
+            "verified": outcome.verified(),
+            "title": outcome.title,
+            "samplesTried": outcome.samples_tried,
+            "ms": outcome.ms,
+            "rejections": outcome.rejections,
+            "message": (!outcome.verified()).then(|| kind.nothing_verified()),
+            "changes": diffs.iter().map(|(path, create, diff)| json!({"path": path, "create": create, "diff": diff})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else if outcome.verified() {
+        for (_, _, diff) in &diffs {
+            print!("{diff}");
+        }
+        eprintln!("spark-lsp: {} ({} ms, {} sample(s))", outcome.title, outcome.ms, outcome.samples_tried);
+    } else {
+        println!("{}", kind.nothing_verified());
+        for rejection in &outcome.rejections {
+            println!("  refused: {rejection}");
+        }
+    }
+    if args.write && outcome.verified() {
+        for change in &outcome.changes {
+            let target = change.path.clone().unwrap_or_else(|| args.file.clone());
+            std::fs::write(&target, change.new_text()).with_context(|| format!("writing {}", target.display()))?;
+        }
+    }
+    // Exit 2 says "nothing verified", distinct from errors (1).
+    Ok(if outcome.verified() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
 #[cfg(test)]

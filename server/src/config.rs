@@ -59,27 +59,21 @@ impl Settings {
         if value.is_null() {
             return Ok(Settings::default());
         }
-        serde_json::from_value(value.clone())
-            .map_err(|error| format!("invalid Spark settings: {error}"))
+        serde_json::from_value(value.clone()).map_err(|error| format!("invalid Spark settings: {error}"))
     }
 
     /// The engine configuration these settings ask for.
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             model: resolve_model(self.model.path.as_deref()),
-            threads: self
-                .model
-                .threads
-                .filter(|threads| *threads > 0)
-                .unwrap_or_else(spark_engine::default_threads),
+            threads: self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
             n_ctx: self.model.context_size.unwrap_or(4096).clamp(512, 131_072),
         }
     }
 
     pub fn inline_enabled_for(&self, language_id: &str) -> bool {
         self.inline.enabled
-            && (self.inline.languages.is_empty()
-                || self.inline.languages.iter().any(|id| id == language_id))
+            && (self.inline.languages.is_empty() || self.inline.languages.iter().any(|id| id == language_id))
     }
 }
 
@@ -112,25 +106,16 @@ mod tests {
 
     #[test]
     fn nested_flat_partial_and_wrong_settings() {
-        let nested =
-            Settings::from_json(&json!({"spark": {"inline": {"deadlineMs": 250}}})).unwrap();
+        let nested = Settings::from_json(&json!({"spark": {"inline": {"deadlineMs": 250}}})).unwrap();
         assert_eq!(nested.inline.deadline_ms, 250);
         assert!(nested.inline.enabled);
-        let flat =
-            Settings::from_json(&json!({"model": {"path": "/m.gguf", "threads": 3}, "other": 1}))
-                .unwrap();
+        let flat = Settings::from_json(&json!({"model": {"path": "/m.gguf", "threads": 3}, "other": 1})).unwrap();
         assert_eq!(flat.model.path, Some(PathBuf::from("/m.gguf")));
         assert_eq!(flat.engine_config().threads, 3);
-        assert_eq!(
-            flat.engine_config().model,
-            ModelSource::Path("/m.gguf".into())
-        );
+        assert_eq!(flat.engine_config().model, ModelSource::Path("/m.gguf".into()));
         let wrong = Settings::from_json(&json!({"inline": {"maxTokens": "many"}})).unwrap_err();
         assert!(wrong.contains("invalid type"), "{wrong}");
-        assert_eq!(
-            Settings::from_json(&serde_json::Value::Null).unwrap(),
-            Settings::default()
-        );
+        assert_eq!(Settings::from_json(&serde_json::Value::Null).unwrap(), Settings::default());
     }
 
     #[test]

@@ -47,12 +47,7 @@ pub struct FillContext {
 }
 
 /// Gathers the context at `byte` (a character boundary). `path` names the file in the header, when known.
-pub fn gather(
-    document: &Document,
-    byte: usize,
-    path: Option<&str>,
-    budget: &Budget,
-) -> FillContext {
+pub fn gather(document: &Document, byte: usize, path: Option<&str>, budget: &Budget) -> FillContext {
     let rope = &document.rope;
     let byte = byte.min(rope.len_bytes());
     let cursor_line = rope.byte_to_line(byte);
@@ -61,16 +56,14 @@ pub fn gather(
     let line_prefix = rope.byte_slice(line_start..byte).to_string();
     let line_suffix = rope.byte_slice(byte..line_end).to_string();
 
-    let mut start_line =
-        cursor_line.saturating_sub(budget.prefix_lines) / WINDOW_STEP_LINES * WINDOW_STEP_LINES;
+    let mut start_line = cursor_line.saturating_sub(budget.prefix_lines) / WINDOW_STEP_LINES * WINDOW_STEP_LINES;
     while start_line < cursor_line && byte - rope.line_to_byte(start_line) > budget.prefix_bytes {
         start_line = (start_line + WINDOW_STEP_LINES).min(cursor_line);
     }
     let window_start = rope.line_to_byte(start_line);
     let prefix = rope.byte_slice(window_start..byte).to_string();
 
-    let suffix_end_line =
-        (cursor_line + budget.suffix_lines).min(rope.len_lines().saturating_sub(1));
+    let suffix_end_line = (cursor_line + budget.suffix_lines).min(rope.len_lines().saturating_sub(1));
     let mut suffix_end = line_end_byte(document, suffix_end_line).max(byte);
     if suffix_end - byte > budget.suffix_bytes {
         suffix_end = rope.char_to_byte(rope.byte_to_char(byte + budget.suffix_bytes));
@@ -78,36 +71,19 @@ pub fn gather(
     let suffix = rope.byte_slice(byte..suffix_end).to_string();
 
     let header = header(document, path, window_start, budget.header_bytes);
-    let indent: String = line_prefix
-        .chars()
-        .take_while(|ch| *ch == ' ' || *ch == '\t')
-        .collect();
+    let indent: String = line_prefix.chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
     let (mode, max_lines) = if !line_suffix.trim().is_empty() {
         (StopMode::Line, 1)
     } else if line_prefix.trim().is_empty() {
         let after_opener = after_block_opener(document, byte, cursor_line);
-        (
-            StopMode::Block,
-            if after_opener {
-                budget.max_lines
-            } else {
-                budget.max_lines.min(4)
-            },
-        )
+        (StopMode::Block, if after_opener { budget.max_lines } else { budget.max_lines.min(4) })
     } else if ends_with_opener(&line_prefix) {
         (StopMode::Block, budget.max_lines)
     } else {
         // At the end of a non-empty line the statement may go on, or the next lines may follow.
         (StopMode::Block, budget.max_lines.min(4))
     };
-    FillContext {
-        header,
-        prefix,
-        suffix,
-        mode,
-        indent,
-        max_lines,
-    }
+    FillContext { header, prefix, suffix, mode, indent, max_lines }
 }
 
 /// Byte offset of the end of a line, before its line break.
@@ -130,31 +106,22 @@ fn line_end_byte(document: &Document, line: usize) -> usize {
 
 fn ends_with_opener(line_prefix: &str) -> bool {
     let trimmed = line_prefix.trim_end();
-    ["{", "(", "[", "=>"]
-        .iter()
-        .any(|opener| trimmed.ends_with(opener))
+    ["{", "(", "[", "=>"].iter().any(|opener| trimmed.ends_with(opener))
 }
 
 /// Whether the cursor sits on a blank line just inside a block that opens on the previous non-blank line.
 /// With a syntax tree the block comes from the grammar's `blocks` query; without one, from the text.
 fn after_block_opener(document: &Document, byte: usize, cursor_line: usize) -> bool {
     let rope = &document.rope;
-    let previous_line = (0..cursor_line)
-        .rev()
-        .find(|line| !rope.line(*line).to_string().trim().is_empty());
+    let previous_line = (0..cursor_line).rev().find(|line| !rope.line(*line).to_string().trim().is_empty());
     let Some(previous_line) = previous_line else {
         return false;
     };
     if let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) {
         let source = document.text();
-        if let Some(block) = smallest_capture(
-            &lang.queries().blocks,
-            "block",
-            tree.root_node(),
-            source.as_bytes(),
-            byte,
-            byte,
-        ) {
+        if let Some(block) =
+            smallest_capture(&lang.queries().blocks, "block", tree.root_node(), source.as_bytes(), byte, byte)
+        {
             return block.start_position().row == previous_line;
         }
     }
@@ -162,12 +129,7 @@ fn after_block_opener(document: &Document, byte: usize, cursor_line: usize) -> b
 }
 
 /// The stable front of the prompt: the file's path as a comment, then the imports that the window left out.
-fn header(
-    document: &Document,
-    path: Option<&str>,
-    window_start: usize,
-    max_bytes: usize,
-) -> String {
+fn header(document: &Document, path: Option<&str>, window_start: usize, max_bytes: usize) -> String {
     let comment = document.lang.map(Lang::line_comment).unwrap_or("//");
     let mut header = String::new();
     if let Some(path) = path {
@@ -245,11 +207,7 @@ mod tests {
         let document = Document::new(&text, "rust", Some(Lang::Rust), 1);
         let at = |line: usize| document.rope.line_to_byte(line) + 3;
         let first = gather(&document, at(150), None, &Budget::default());
-        assert!(
-            first.header.contains("use std::collections::HashMap;"),
-            "{}",
-            first.header
-        );
+        assert!(first.header.contains("use std::collections::HashMap;"), "{}", first.header);
         let second = gather(&document, at(151), None, &Budget::default());
         let start_of = |ctx: &FillContext| ctx.prefix.lines().next().unwrap().to_owned();
         assert_eq!(start_of(&first), start_of(&second));

@@ -38,24 +38,14 @@ pub struct ChangeReport {
 
 impl Document {
     pub fn new(text: &str, language_id: &str, lang: Option<Lang>, version: i32) -> Document {
-        let mut document = Document {
-            version,
-            language_id: language_id.to_owned(),
-            lang,
-            rope: Rope::from_str(text),
-            tree: None,
-        };
+        let mut document =
+            Document { version, language_id: language_id.to_owned(), lang, rope: Rope::from_str(text), tree: None };
         document.reparse(false);
         document
     }
 
     /// Applies changes in order, then reparses once.
-    pub fn apply_changes(
-        &mut self,
-        changes: &[Change],
-        encoding: PositionEncoding,
-        version: i32,
-    ) -> ChangeReport {
+    pub fn apply_changes(&mut self, changes: &[Change], encoding: PositionEncoding, version: i32) -> ChangeReport {
         let mut report = ChangeReport::default();
         let mut incremental = true;
         for change in changes {
@@ -68,8 +58,7 @@ impl Document {
                 Some((start, end)) => {
                     let start = position::to_byte(&self.rope, start, encoding);
                     let end = position::to_byte(&self.rope, end, encoding);
-                    report.clamped_positions +=
-                        usize::from(start.clamped) + usize::from(end.clamped);
+                    report.clamped_positions += usize::from(start.clamped) + usize::from(end.clamped);
                     let (start, end) = if end.byte < start.byte {
                         report.inverted_ranges += 1;
                         (end.byte, start.byte)
@@ -114,10 +103,7 @@ impl Document {
 
     fn point_of(&self, byte: usize) -> Point {
         let line = self.rope.byte_to_line(byte);
-        Point {
-            row: line,
-            column: byte - self.rope.line_to_byte(line),
-        }
+        Point { row: line, column: byte - self.rope.line_to_byte(line) }
     }
 
     fn reparse(&mut self, incremental: bool) {
@@ -126,11 +112,7 @@ impl Document {
             self.tree = None;
             return;
         }
-        let old_tree = if incremental {
-            self.tree.as_ref()
-        } else {
-            None
-        };
+        let old_tree = if incremental { self.tree.as_ref() } else { None };
         self.tree = parse_rope(lang, &self.rope, old_tree);
     }
 
@@ -148,8 +130,7 @@ impl Document {
 pub fn parse_rope(lang: Lang, rope: &Rope, old_tree: Option<&Tree>) -> Option<Tree> {
     let mut parser: Parser = lang.parser();
     let started = Instant::now();
-    let mut too_slow =
-        |_: &spark_grammars::tree_sitter::ParseState| started.elapsed() > PARSE_TIME_LIMIT;
+    let mut too_slow = |_: &spark_grammars::tree_sitter::ParseState| started.elapsed() > PARSE_TIME_LIMIT;
     let options = ParseOptions::new().progress_callback(&mut too_slow);
     let len = rope.len_bytes();
     let mut read = |byte: usize, _: Point| -> &[u8] {
@@ -173,48 +154,23 @@ mod tests {
         let line_start = before.rfind('\n').map(|idx| idx + 1).unwrap_or(0);
         let line = before.matches('\n').count() as u32;
         let column = &before[line_start..];
-        LspPosition {
-            line,
-            character: position::text_len(column, encoding) as u32,
-        }
+        LspPosition { line, character: position::text_len(column, encoding) as u32 }
     }
 
     fn char_boundary(text: &str, seed: usize) -> usize {
-        let boundaries: Vec<usize> = text
-            .char_indices()
-            .map(|(idx, _)| idx)
-            .chain([text.len()])
-            .collect();
+        let boundaries: Vec<usize> = text.char_indices().map(|(idx, _)| idx).chain([text.len()]).collect();
         boundaries[seed % boundaries.len()]
     }
 
-    const PIECES: &[&str] = &[
-        "fn",
-        " ",
-        "main",
-        "()",
-        "{",
-        "}",
-        "\n",
-        "😀",
-        "测试",
-        "e\u{301}",
-        "let x = 1;",
-        "\"",
-        "//",
-    ];
+    const PIECES: &[&str] =
+        &["fn", " ", "main", "()", "{", "}", "\n", "😀", "测试", "e\u{301}", "let x = 1;", "\"", "//"];
 
     fn arb_text() -> impl Strategy<Value = String> {
-        proptest::collection::vec(proptest::sample::select(PIECES), 0..30)
-            .prop_map(|pieces| pieces.concat())
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..30).prop_map(|pieces| pieces.concat())
     }
 
     fn arb_encoding() -> impl Strategy<Value = PositionEncoding> {
-        prop_oneof![
-            Just(PositionEncoding::Utf8),
-            Just(PositionEncoding::Utf16),
-            Just(PositionEncoding::Utf32)
-        ]
+        prop_oneof![Just(PositionEncoding::Utf8), Just(PositionEncoding::Utf16), Just(PositionEncoding::Utf32)]
     }
 
     proptest! {
@@ -247,43 +203,21 @@ mod tests {
     #[test]
     fn out_of_range_and_inverted_ranges_are_clamped_not_fatal() {
         let mut document = Document::new("abc\ndef", "rust", Some(Lang::Rust), 1);
-        let far = LspPosition {
-            line: 99,
-            character: 99,
-        };
-        let start = LspPosition {
-            line: 0,
-            character: 1,
-        };
+        let far = LspPosition { line: 99, character: 99 };
+        let start = LspPosition { line: 0, character: 1 };
         let report = document.apply_changes(
-            &[Change {
-                range: Some((far, start)),
-                text: "X".into(),
-            }],
+            &[Change { range: Some((far, start)), text: "X".into() }],
             PositionEncoding::Utf16,
             2,
         );
-        assert_eq!(
-            report,
-            ChangeReport {
-                clamped_positions: 1,
-                inverted_ranges: 1
-            }
-        );
+        assert_eq!(report, ChangeReport { clamped_positions: 1, inverted_ranges: 1 });
         assert_eq!(document.text(), "aX");
     }
 
     #[test]
     fn plain_text_for_languages_without_a_grammar() {
         let mut document = Document::new("hello", "markdown", None, 1);
-        document.apply_changes(
-            &[Change {
-                range: None,
-                text: "bye".into(),
-            }],
-            PositionEncoding::Utf16,
-            2,
-        );
+        document.apply_changes(&[Change { range: None, text: "bye".into() }], PositionEncoding::Utf16, 2);
         assert!(document.tree.is_none());
         assert_eq!(document.text(), "bye");
     }

@@ -1,10 +1,13 @@
 //! Spark's LSP server: document store, position encodings, context gathering, handlers and the CLI.
 
+pub mod actions;
 pub mod cli;
 pub mod config;
 pub mod context;
 pub mod document;
+pub mod edit_check;
 pub mod lsp;
 pub mod position;
 pub mod suggest;
+pub mod tasks;
 pub mod verify;

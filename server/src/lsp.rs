@@ -17,10 +17,13 @@ use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
+use crate::actions::{self, ActionData};
 use crate::config::Settings;
 use crate::document::{Change, Document};
+use crate::edit_check;
 use crate::position::{self, LspPosition, PositionEncoding};
 use crate::suggest;
+use crate::tasks::{self, TaskBudget, TaskDocument, TaskTarget};
 use crate::verify;
 
 /// `spark/statusChanged`: the model's state, sent whenever it changes.
@@ -33,7 +36,7 @@ impl Notification for StatusChanged {
 
 pub struct Spark {
     client: Client,
-    documents: DashMap<Uri, Document>,
+    documents: Arc<DashMap<Uri, Document>>,
     engine: OnceLock<Arc<Engine>>,
     settings: RwLock<Settings>,
     encoding: OnceLock<PositionEncoding>,
@@ -42,6 +45,9 @@ pub struct Spark {
     next_request_id: AtomicU64,
     last_latency_ms: AtomicU64,
     client_has_progress: AtomicBool,
+    resolve_supported: AtomicBool,
+    /// The debounced syntax-diagnostics task of each document.
+    diagnostics_tasks: DashMap<Uri, tokio::task::JoinHandle<()>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -59,7 +65,7 @@ impl Spark {
     pub fn new(client: Client) -> Spark {
         Spark {
             client,
-            documents: DashMap::new(),
+            documents: Arc::new(DashMap::new()),
             engine: OnceLock::new(),
             settings: RwLock::new(Settings::default()),
             encoding: OnceLock::new(),
@@ -67,6 +73,8 @@ impl Spark {
             next_request_id: AtomicU64::new(1),
             last_latency_ms: AtomicU64::new(NO_LATENCY),
             client_has_progress: AtomicBool::new(false),
+            resolve_supported: AtomicBool::new(false),
+            diagnostics_tasks: DashMap::new(),
             tasks: Mutex::new(Vec::new()),
         }
     }
@@ -76,21 +84,12 @@ impl Spark {
     }
 
     fn settings(&self) -> Settings {
-        self.settings
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     /// `textDocument/inlineCompletion` (LSP 3.18).
-    pub async fn inline_completion(
-        &self,
-        params: InlineCompletionParams,
-    ) -> Result<Option<InlineCompletionResponse>> {
-        let TextDocumentPositionParams {
-            text_document,
-            position,
-        } = params.text_document_position;
+    pub async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
+        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
         let items = match self.suggest_guarded(&text_document.uri, position).await {
             Some(found) => vec![InlineCompletionItem {
                 insert_text: found.text,
@@ -101,9 +100,7 @@ impl Spark {
             }],
             None => Vec::new(),
         };
-        Ok(Some(InlineCompletionResponse::List(InlineCompletionList {
-            items,
-        })))
+        Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items })))
     }
 
     /// `spark/status`: the model's state, the last latency and the engine's counters.
@@ -117,16 +114,9 @@ impl Spark {
         };
         let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
         let counters = engine.counters();
-        let last = *counters
-            .last
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut status = state_json(&engine.state());
-        status["lastLatencyMs"] = if last_latency == NO_LATENCY {
-            Value::Null
-        } else {
-            json!(last_latency)
-        };
+        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
         status["counters"] = json!({
             "requests": counters.requests.load(Ordering::Relaxed),
             "superseded": counters.superseded.load(Ordering::Relaxed),
@@ -146,16 +136,10 @@ impl Spark {
 
     /// A suggestion, with any panic caught so that one request cannot take the server down.
     async fn suggest_guarded(&self, uri: &Uri, position: Position) -> Option<Found> {
-        match AssertUnwindSafe(self.suggest(uri, position))
-            .catch_unwind()
-            .await
-        {
+        match AssertUnwindSafe(self.suggest(uri, position)).catch_unwind().await {
             Ok(found) => found,
             Err(_) => {
-                tracing::error!(
-                    uri = uri.as_str(),
-                    "panic while computing a suggestion; answered empty"
-                );
+                tracing::error!(uri = uri.as_str(), "panic while computing a suggestion; answered empty");
                 None
             }
         }
@@ -170,10 +154,7 @@ impl Spark {
         // Everything read from the document happens before the first await.
         let prepared = {
             let Some(document) = self.documents.get(uri) else {
-                tracing::warn!(
-                    uri = uri.as_str(),
-                    "suggestion asked for a document that is not open"
-                );
+                tracing::warn!(uri = uri.as_str(), "suggestion asked for a document that is not open");
                 return None;
             };
             if !settings.inline_enabled_for(&document.language_id) {
@@ -189,20 +170,10 @@ impl Spark {
                 );
             }
             let path = suggest::display_path(uri.as_str());
-            suggest::prepare(
-                &document,
-                resolved.byte,
-                Some(&path),
-                lane,
-                &settings.inline,
-                cancel.clone(),
-            )
+            suggest::prepare(&document, resolved.byte, Some(&path), lane, &settings.inline, cancel.clone())
         };
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = self
-            .inflight
-            .insert(uri.clone(), (request_id, cancel.clone()))
-        {
+        if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel.clone())) {
             previous.cancel();
         }
         // tower-lsp cancels a request by dropping its future: the guard then stops the model too.
@@ -223,10 +194,7 @@ impl Spark {
         }
         let document = self.documents.get(uri)?;
         if document.version != prepared.version {
-            tracing::debug!(
-                uri = uri.as_str(),
-                "suggestion dropped: the document changed while it was computed"
-            );
+            tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was computed");
             return None;
         }
         let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
@@ -234,10 +202,7 @@ impl Spark {
         self.last_latency_ms.store(latency, Ordering::Relaxed);
         let position = position::to_position(&document.rope, prepared.byte, encoding);
         let word_start = suggest::word_start(&document, prepared.byte);
-        let word = document
-            .rope
-            .byte_slice(word_start..prepared.byte)
-            .to_string();
+        let word = document.rope.byte_slice(word_start..prepared.byte).to_string();
         let word_position = position::to_position(&document.rope, word_start, encoding);
         tracing::info!(
             latency_ms = latency,
@@ -246,12 +211,7 @@ impl Spark {
             n_generated = completion.stats.n_generated,
             "suggestion"
         );
-        Some(Found {
-            text,
-            position: from_lsp(position),
-            word,
-            word_position: from_lsp(word_position),
-        })
+        Some(Found { text, position: from_lsp(position), word, word_position: from_lsp(word_position) })
     }
 
     fn spawn_status_watcher(&self, engine: Arc<Engine>) {
@@ -263,46 +223,28 @@ impl Spark {
             let mut progress_serial = 0u32;
             loop {
                 let state = states.borrow_and_update().clone();
-                client
-                    .send_notification::<StatusChanged>(state_json(&state))
-                    .await;
+                client.send_notification::<StatusChanged>(state_json(&state)).await;
                 match &state {
                     EngineState::Loading { path } => {
                         if has_progress && progress.is_none() {
                             progress_serial += 1;
-                            let token = NumberOrString::String(format!(
-                                "spark/model-load/{progress_serial}"
-                            ));
-                            if client
-                                .create_work_done_progress(token.clone())
-                                .await
-                                .is_ok()
-                            {
+                            let token = NumberOrString::String(format!("spark/model-load/{progress_serial}"));
+                            if client.create_work_done_progress(token.clone()).await.is_ok() {
                                 let message = format!("loading {}", path.display());
-                                progress = Some(
-                                    client
-                                        .progress(token, "Spark")
-                                        .with_message(message)
-                                        .begin()
-                                        .await,
-                                );
+                                progress = Some(client.progress(token, "Spark").with_message(message).begin().await);
                             }
                         }
                     }
                     EngineState::Ready(info) => {
                         if let Some(ongoing) = progress.take() {
-                            ongoing
-                                .finish_with_message(format!("model ready ({} ms)", info.load_ms))
-                                .await;
+                            ongoing.finish_with_message(format!("model ready ({} ms)", info.load_ms)).await;
                         }
                     }
                     EngineState::Failed { error } => {
                         if let Some(ongoing) = progress.take() {
                             ongoing.finish_with_message("model failed to load").await;
                         }
-                        client
-                            .show_message(MessageType::ERROR, format!("Spark: {error}"))
-                            .await;
+                        client.show_message(MessageType::ERROR, format!("Spark: {error}")).await;
                     }
                 }
                 if states.changed().await.is_err() {
@@ -310,10 +252,7 @@ impl Spark {
                 }
             }
         });
-        self.tasks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(handle);
+        self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
     }
 
     fn warm_up(&self, uri: &Uri) {
@@ -328,12 +267,7 @@ impl Spark {
         }
         let cancel = CancellationToken::new();
         let path = suggest::display_path(uri.as_str());
-        let request = suggest::warm_up(
-            &document,
-            Some(&path),
-            suggest::lane_of(uri.as_str()),
-            cancel.clone(),
-        );
+        let request = suggest::warm_up(&document, Some(&path), suggest::lane_of(uri.as_str()), cancel.clone());
         drop(document);
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel)) {
@@ -342,12 +276,77 @@ impl Spark {
         let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
         });
-        let mut tasks = self
-            .tasks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tasks.retain(|task| !task.is_finished());
         tasks.push(handle);
+    }
+
+    /// Publishes Spark's syntax diagnostics for a document once it has been quiet for a moment.
+    fn schedule_diagnostics(&self, uri: &Uri) {
+        let documents = self.documents.clone();
+        let client = self.client.clone();
+        let encoding = self.encoding();
+        let uri_owned = uri.clone();
+        let handle = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            let computed = documents
+                .get(&uri_owned)
+                .map(|document| (actions::syntax_diagnostics(&document, encoding), document.version));
+            if let Some((diagnostics, version)) = computed {
+                client.publish_diagnostics(uri_owned, diagnostics, Some(version)).await;
+            }
+        });
+        if let Some(previous) = self.diagnostics_tasks.insert(uri.clone(), handle) {
+            previous.abort();
+        }
+    }
+
+    /// Runs a task for an action or command, to a verified edit or a message saying why there is none.
+    async fn run_task(&self, data: &ActionData) -> std::result::Result<(WorkspaceEdit, String), String> {
+        let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
+        let engine = self.engine.get().cloned().ok_or("Spark is not initialized")?;
+        match engine.state() {
+            EngineState::Ready(_) => {}
+            EngineState::Loading { .. } => return Err("Spark's model is still loading; try again in a moment".into()),
+            EngineState::Failed { error } => return Err(format!("Spark: {error}")),
+        }
+        let encoding = self.encoding();
+        let (snapshot, target) = {
+            let document = self.documents.get(&data.uri).ok_or("Spark: the document is not open")?;
+            if let Some(version) = data.version {
+                edit_check::check_version(version, document.version)
+                    .map_err(|_| "Spark: the document changed since the action was listed; ask again".to_owned())?;
+            }
+            let lang = document.lang.ok_or("Spark: no grammar for this language")?;
+            let tree = document.tree.clone().ok_or("Spark: the document is too large to parse")?;
+            let start = document.offset(to_lsp(data.range.start), encoding).byte;
+            let end = document.offset(to_lsp(data.range.end), encoding).byte.max(start);
+            let path = data.uri.to_file_path().map(|path| path.into_owned());
+            let snapshot = TaskDocument { text: document.text(), lang, tree, path, version: document.version };
+            (snapshot, TaskTarget { range: start..end, message: data.message.clone() })
+        };
+        let cancel = CancellationToken::new();
+        let _stop_model_on_drop = cancel.clone().drop_guard();
+        let outcome = tasks::run(&engine, kind, &snapshot, &target, TaskBudget::default(), &cancel)
+            .await
+            .map_err(|error| format!("Spark: {error}"))?;
+        tracing::info!(
+            task = data.task,
+            verified = outcome.verified(),
+            samples = outcome.samples_tried,
+            ms = outcome.ms,
+            rejections = ?outcome.rejections,
+            "task"
+        );
+        if !outcome.verified() {
+            let reason =
+                outcome.rejections.last().map(|reason| format!(" (last candidate: {reason})")).unwrap_or_default();
+            return Err(format!("{}{reason}", kind.nothing_verified()));
+        }
+        let current = self.documents.get(&data.uri).map(|document| document.version).unwrap_or(-1);
+        edit_check::check_version(snapshot.version, current)
+            .map_err(|_| "Spark: the document changed while the edit was computed; ask again".to_owned())?;
+        Ok((actions::workspace_edit(&data.uri, snapshot.version, encoding, &outcome), outcome.title))
     }
 
     fn cancel_inflight(&self, uri: &Uri) {
@@ -387,10 +386,7 @@ fn state_json(state: &EngineState) -> Value {
 }
 
 fn to_lsp(position: Position) -> LspPosition {
-    LspPosition {
-        line: position.line,
-        character: position.character,
-    }
+    LspPosition { line: position.line, character: position.character }
 }
 
 fn from_lsp(position: LspPosition) -> Position {
@@ -399,21 +395,12 @@ fn from_lsp(position: LspPosition) -> Position {
 
 impl LanguageServer for Spark {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        let settings = match params
-            .initialization_options
-            .as_ref()
-            .map(Settings::from_json)
-        {
+        let settings = match params.initialization_options.as_ref().map(Settings::from_json) {
             None => Settings::default(),
             Some(Ok(settings)) => settings,
             Some(Err(message)) => {
                 tracing::warn!(%message, "initializationOptions ignored");
-                self.client
-                    .show_message(
-                        MessageType::WARNING,
-                        format!("Spark: {message}; using defaults"),
-                    )
-                    .await;
+                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; using defaults")).await;
                 Settings::default()
             }
         };
@@ -426,45 +413,44 @@ impl LanguageServer for Spark {
             .unwrap_or_default();
         let encoding = PositionEncoding::negotiate(&offered);
         let _ = self.encoding.set(encoding);
-        let has_progress = params
+        let has_progress =
+            params.capabilities.window.as_ref().and_then(|window| window.work_done_progress).unwrap_or(false);
+        self.client_has_progress.store(has_progress, Ordering::Relaxed);
+        let resolve_supported = params
             .capabilities
-            .window
+            .text_document
             .as_ref()
-            .and_then(|window| window.work_done_progress)
-            .unwrap_or(false);
-        self.client_has_progress
-            .store(has_progress, Ordering::Relaxed);
+            .and_then(|text_document| text_document.code_action.as_ref())
+            .and_then(|code_action| code_action.resolve_support.as_ref())
+            .is_some_and(|support| support.properties.iter().any(|property| property == "edit"));
+        self.resolve_supported.store(resolve_supported, Ordering::Relaxed);
         let engine = Arc::new(Engine::start(settings.engine_config()));
         let _ = self.engine.set(engine);
-        *self
-            .settings
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+        *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
         tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
 
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
-                position_encoding: Some(PositionEncodingKind::from(
-                    encoding.as_lsp_str().to_owned(),
-                )),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(
-                    TextDocumentSyncOptions {
-                        open_close: Some(true),
-                        change: Some(TextDocumentSyncKind::INCREMENTAL),
-                        ..Default::default()
-                    },
-                )),
-                completion_provider: Some(CompletionOptions {
-                    resolve_provider: Some(false),
+                position_encoding: Some(PositionEncodingKind::from(encoding.as_lsp_str().to_owned())),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    ..Default::default()
+                })),
+                completion_provider: Some(CompletionOptions { resolve_provider: Some(false), ..Default::default() }),
+                inline_completion_provider: Some(OneOf::Left(true)),
+                code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+                    code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, CodeActionKind::REFACTOR_REWRITE]),
+                    resolve_provider: Some(true),
+                    ..Default::default()
+                })),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: actions::COMMANDS.iter().map(|command| (*command).to_owned()).collect(),
                     ..Default::default()
                 }),
-                inline_completion_provider: Some(OneOf::Left(true)),
                 ..Default::default()
             },
-            server_info: Some(ServerInfo {
-                name: "spark-lsp".into(),
-                version: Some(env!("CARGO_PKG_VERSION").into()),
-            }),
+            server_info: Some(ServerInfo { name: "spark-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
             offset_encoding: None,
         })
     }
@@ -479,12 +465,7 @@ impl LanguageServer for Spark {
         for entry in self.inflight.iter() {
             entry.value().1.cancel();
         }
-        let tasks: Vec<_> = self
-            .tasks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .drain(..)
-            .collect();
+        let tasks: Vec<_> = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).drain(..).collect();
         for task in tasks {
             task.abort();
         }
@@ -496,11 +477,11 @@ impl LanguageServer for Spark {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
-        let lang = spark_grammars::Lang::from_language_id(&item.language_id).or_else(|| {
-            spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str()))
-        });
+        let lang = spark_grammars::Lang::from_language_id(&item.language_id)
+            .or_else(|| spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str())));
         let document = Document::new(&item.text, &item.language_id, lang, item.version);
         self.documents.insert(item.uri.clone(), document);
+        self.schedule_diagnostics(&item.uri);
         self.warm_up(&item.uri);
     }
 
@@ -512,18 +493,13 @@ impl LanguageServer for Spark {
             .content_changes
             .into_iter()
             .map(|change| Change {
-                range: change
-                    .range
-                    .map(|range| (to_lsp(range.start), to_lsp(range.end))),
+                range: change.range.map(|range| (to_lsp(range.start), to_lsp(range.end))),
                 text: change.text,
             })
             .collect();
         {
             let Some(mut document) = self.documents.get_mut(&uri) else {
-                tracing::warn!(
-                    uri = uri.as_str(),
-                    "didChange for a document that is not open; ignored"
-                );
+                tracing::warn!(uri = uri.as_str(), "didChange for a document that is not open; ignored");
                 return;
             };
             if version <= document.version {
@@ -546,38 +522,33 @@ impl LanguageServer for Spark {
         }
         // Writes win: whatever was being computed for the old text is stale now.
         self.cancel_inflight(&uri);
+        self.schedule_diagnostics(&uri);
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        self.cancel_inflight(&params.text_document.uri);
-        self.documents.remove(&params.text_document.uri);
+        let uri = params.text_document.uri;
+        self.cancel_inflight(&uri);
+        if let Some((_, task)) = self.diagnostics_tasks.remove(&uri) {
+            task.abort();
+        }
+        self.documents.remove(&uri);
+        self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let settings = match Settings::from_json(&params.settings) {
             Ok(settings) => settings,
             Err(message) => {
-                self.client
-                    .show_message(
-                        MessageType::WARNING,
-                        format!("Spark: {message}; settings unchanged"),
-                    )
-                    .await;
+                self.client.show_message(MessageType::WARNING, format!("Spark: {message}; settings unchanged")).await;
                 return;
             }
         };
         let old = std::mem::replace(
-            &mut *self
-                .settings
-                .write()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            &mut *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
             settings.clone(),
         );
         let new_config = settings.engine_config();
-        let model_unusable = matches!(
-            self.engine.get().map(|engine| engine.state()),
-            Some(EngineState::Failed { .. })
-        );
+        let model_unusable = matches!(self.engine.get().map(|engine| engine.state()), Some(EngineState::Failed { .. }));
         if old.engine_config() != new_config || model_unusable {
             if let Some(engine) = self.engine.get() {
                 tracing::info!("model settings changed; reloading");
@@ -587,21 +558,12 @@ impl LanguageServer for Spark {
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let TextDocumentPositionParams {
-            text_document,
-            position,
-        } = params.text_document_position;
+        let TextDocumentPositionParams { text_document, position } = params.text_document_position;
         let Some(found) = self.suggest_guarded(&text_document.uri, position).await else {
-            return Ok(Some(CompletionResponse::List(CompletionList {
-                is_incomplete: true,
-                items: Vec::new(),
-            })));
+            return Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: Vec::new() })));
         };
         let first_line = found.text.lines().next().unwrap_or("").trim();
-        let label: String = format!("{}{}", found.word, first_line)
-            .chars()
-            .take(80)
-            .collect();
+        let label: String = format!("{}{}", found.word, first_line).chars().take(80).collect();
         let new_text = format!("{}{}", found.word, found.text);
         let item = CompletionItem {
             label,
@@ -621,9 +583,65 @@ impl LanguageServer for Spark {
             ))),
             ..Default::default()
         };
-        Ok(Some(CompletionResponse::List(CompletionList {
-            is_incomplete: true,
-            items: vec![item],
-        })))
+        Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: vec![item] })))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let encoding = self.encoding();
+        let resolve = self.resolve_supported.load(Ordering::Relaxed);
+        let Some(document) = self.documents.get(&params.text_document.uri) else { return Ok(None) };
+        // Diagnostics of other servers are fix targets too; Spark's own are found again from the tree.
+        let diagnostics: Vec<Diagnostic> = params
+            .context
+            .diagnostics
+            .into_iter()
+            .filter(|diagnostic| diagnostic.source.as_deref() != Some("spark"))
+            .collect();
+        let listed = actions::list(&document, &params.text_document.uri, params.range, &diagnostics, encoding, resolve);
+        Ok((!listed.is_empty()).then_some(listed))
+    }
+
+    async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
+        let Some(data) = action.data.clone().and_then(|data| serde_json::from_value::<ActionData>(data).ok()) else {
+            return Ok(action);
+        };
+        match self.run_task(&data).await {
+            Ok((edit, _)) => action.edit = Some(edit),
+            Err(message) => self.client.show_message(MessageType::INFO, message).await,
+        }
+        Ok(action)
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let argument = params.arguments.into_iter().next().unwrap_or(Value::Null);
+        let data = match serde_json::from_value::<ActionData>(argument) {
+            Ok(mut data) => {
+                data.task = params.command.clone();
+                data
+            }
+            Err(error) => {
+                let message =
+                    format!("{}: expected an argument {{uri, range, version?, message?}}: {error}", params.command);
+                return Err(tower_lsp_server::jsonrpc::Error::invalid_params(message));
+            }
+        };
+        match self.run_task(&data).await {
+            Ok((edit, title)) => {
+                let applied = self.client.apply_edit(edit).await;
+                match applied {
+                    Ok(response) if response.applied => Ok(Some(json!({"applied": true, "title": title}))),
+                    Ok(response) => {
+                        let reason = response.failure_reason.unwrap_or_else(|| "the editor refused the edit".into());
+                        self.client.show_message(MessageType::WARNING, format!("Spark: {reason}")).await;
+                        Ok(Some(json!({"applied": false, "reason": reason})))
+                    }
+                    Err(error) => Ok(Some(json!({"applied": false, "reason": error.to_string()}))),
+                }
+            }
+            Err(message) => {
+                self.client.show_message(MessageType::INFO, message.clone()).await;
+                Ok(Some(json!({"applied": false, "reason": message})))
+            }
+        }
     }
 }

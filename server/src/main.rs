@@ -4,15 +4,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use spark_lsp::cli::{self, Cli, Command};
+use spark_lsp::tasks::TaskKind;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("spark-lsp: cannot start the async runtime: {error}");
@@ -24,6 +21,9 @@ fn main() -> ExitCode {
             Command::Serve => cli::serve_stdio().await,
             Command::Complete(args) => cli::complete(args).await,
             Command::Doctor(args) => cli::doctor(args).await,
+            Command::Fix(args) => cli::task(TaskKind::Fix, args).await,
+            Command::Tests(args) => cli::task(TaskKind::Tests, args).await,
+            Command::Regex(args) => cli::task(TaskKind::Regex, args).await,
         }
     });
     match result {
@@ -37,12 +37,7 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr (stdout carries LSP), filtered by `SPARK_LOG` (default `info`).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SPARK_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,llama_cpp_2=warn,llama-cpp-2=warn")
-    });
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPARK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,llama_cpp_2=warn,llama-cpp-2=warn"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).init();
 }

@@ -51,10 +51,7 @@ pub struct Resolved {
 pub fn to_byte(rope: &Rope, position: LspPosition, encoding: PositionEncoding) -> Resolved {
     let line = position.line as usize;
     if line >= rope.len_lines() {
-        return Resolved {
-            byte: rope.len_bytes(),
-            clamped: true,
-        };
+        return Resolved { byte: rope.len_bytes(), clamped: true };
     }
     let line_start_char = rope.line_to_char(line);
     let line_slice = rope.line(line);
@@ -86,10 +83,7 @@ pub fn to_byte(rope: &Rope, position: LspPosition, encoding: PositionEncoding) -
             }
         }
     };
-    Resolved {
-        byte: rope.char_to_byte(char_idx),
-        clamped,
-    }
+    Resolved { byte: rope.char_to_byte(char_idx), clamped }
 }
 
 /// Position of a byte offset (rounded down to a character boundary; clamped to the document).
@@ -101,14 +95,9 @@ pub fn to_position(rope: &Rope, byte: usize, encoding: PositionEncoding) -> LspP
     let character = match encoding {
         PositionEncoding::Utf32 => char_idx - line_start_char,
         PositionEncoding::Utf8 => rope.char_to_byte(char_idx) - rope.char_to_byte(line_start_char),
-        PositionEncoding::Utf16 => {
-            rope.char_to_utf16_cu(char_idx) - rope.char_to_utf16_cu(line_start_char)
-        }
+        PositionEncoding::Utf16 => rope.char_to_utf16_cu(char_idx) - rope.char_to_utf16_cu(line_start_char),
     };
-    LspPosition {
-        line: line as u32,
-        character: character as u32,
-    }
+    LspPosition { line: line as u32, character: character as u32 }
 }
 
 /// Length in code units of `text` in `encoding`.
@@ -145,11 +134,7 @@ mod tests {
     use super::*;
 
     fn byte(text: &str, line: u32, character: u32, encoding: PositionEncoding) -> (usize, bool) {
-        let resolved = to_byte(
-            &Rope::from_str(text),
-            LspPosition { line, character },
-            encoding,
-        );
+        let resolved = to_byte(&Rope::from_str(text), LspPosition { line, character }, encoding);
         (resolved.byte, resolved.clamped)
     }
 
@@ -185,40 +170,22 @@ mod tests {
     fn round_trip_at_every_char_boundary() {
         let text = "fn 测试() {\n    let s = \"e\u{301}🦀\";\r\n}\n";
         let rope = Rope::from_str(text);
-        for encoding in [
-            PositionEncoding::Utf8,
-            PositionEncoding::Utf16,
-            PositionEncoding::Utf32,
-        ] {
+        for encoding in [PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32] {
             for (byte, _) in text.char_indices() {
                 let position = to_position(&rope, byte, encoding);
                 let back = to_byte(&rope, position, encoding);
-                if text[byte..].starts_with('\n') && byte > 0 && text.as_bytes()[byte - 1] == b'\r'
-                {
+                if text[byte..].starts_with('\n') && byte > 0 && text.as_bytes()[byte - 1] == b'\r' {
                     continue; // between \r and \n is not a position a client can name
                 }
-                assert_eq!(
-                    back,
-                    Resolved {
-                        byte,
-                        clamped: false
-                    },
-                    "{encoding:?} byte {byte}"
-                );
+                assert_eq!(back, Resolved { byte, clamped: false }, "{encoding:?} byte {byte}");
             }
         }
     }
 
     #[test]
     fn negotiation_prefers_utf8_and_defaults_to_utf16() {
-        assert_eq!(
-            PositionEncoding::negotiate(&["utf-16".into(), "utf-8".into()]),
-            PositionEncoding::Utf8
-        );
-        assert_eq!(
-            PositionEncoding::negotiate(&["utf-32".into()]),
-            PositionEncoding::Utf32
-        );
+        assert_eq!(PositionEncoding::negotiate(&["utf-16".into(), "utf-8".into()]), PositionEncoding::Utf8);
+        assert_eq!(PositionEncoding::negotiate(&["utf-32".into()]), PositionEncoding::Utf32);
         assert_eq!(PositionEncoding::negotiate(&[]), PositionEncoding::Utf16);
     }
 }

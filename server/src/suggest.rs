@@ -27,14 +27,11 @@ pub fn prepare(
     settings: &InlineSettings,
     cancel: CancellationToken,
 ) -> Prepared {
-    let budget = Budget {
-        max_lines: settings.max_lines.max(1),
-        ..Budget::default()
-    };
+    let budget = Budget { max_lines: settings.max_lines.max(1), ..Budget::default() };
     let context = context::gather(document, byte, path, &budget);
     let max_tokens = match context.mode {
         StopMode::Line => settings.max_tokens.min(48),
-        StopMode::Block => settings.max_tokens,
+        StopMode::Block | StopMode::Free => settings.max_tokens,
     };
     let request = CompletionRequest {
         lane,
@@ -47,22 +44,15 @@ pub fn prepare(
         max_lines: context.max_lines,
         deadline: Instant::now() + Duration::from_millis(settings.deadline_ms),
         cancel,
+        raw_prompt: false,
+        stop_strings: Vec::new(),
+        sampling: spark_engine::Sampling::default(),
     };
-    Prepared {
-        request,
-        context,
-        byte,
-        version: document.version,
-    }
+    Prepared { request, context, byte, version: document.version }
 }
 
 /// A warm-up request: brings the top of the document into the KV cache, generates nothing.
-pub fn warm_up(
-    document: &Document,
-    path: Option<&str>,
-    lane: u64,
-    cancel: CancellationToken,
-) -> CompletionRequest {
+pub fn warm_up(document: &Document, path: Option<&str>, lane: u64, cancel: CancellationToken) -> CompletionRequest {
     let rope = &document.rope;
     let budget = Budget::default();
     let end_line = budget.prefix_lines.min(rope.len_lines().saturating_sub(1));
@@ -80,6 +70,9 @@ pub fn warm_up(
         max_lines: 1,
         deadline: Instant::now() + Duration::from_secs(30),
         cancel,
+        raw_prompt: false,
+        stop_strings: Vec::new(),
+        sampling: spark_engine::Sampling::default(),
     }
 }
 
@@ -93,11 +86,7 @@ pub fn lane_of(key: &str) -> u64 {
 /// The last two segments of a URI or path, for the prompt header ("src/lib.rs").
 pub fn display_path(uri_or_path: &str) -> String {
     let path = uri_or_path.split(['?', '#']).next().unwrap_or(uri_or_path);
-    let segments: Vec<&str> = path
-        .rsplit('/')
-        .filter(|segment| !segment.is_empty())
-        .take(2)
-        .collect();
+    let segments: Vec<&str> = path.rsplit('/').filter(|segment| !segment.is_empty()).take(2).collect();
     segments.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 

@@ -87,20 +87,12 @@ mod tests {
         let cases: &[(&str, &str, Option<&str>)] = &[
             ("fn f() {\n    let x = $0;\n}\n", "1 + 2", Some("1 + 2")),
             ("fn f() {\n    let x = $0;\n}\n", "1 + + ) 2", None),
-            (
-                "fn f() {\n    $0\n}\n",
-                "let a = 1;\n    let b = 2;\n    ) oops (",
-                Some("let a = 1;\n    let b = 2;"),
-            ),
+            ("fn f() {\n    $0\n}\n", "let a = 1;\n    let b = 2;\n    ) oops (", Some("let a = 1;\n    let b = 2;")),
             ("fn f() {\n    $0\n}\n", "if a {", Some("if a {")),
             ("fn f() {\n    let x = $0\n}\n", "3;", Some("3;")),
         ];
         for (fixture, suggestion, expected) in cases {
-            assert_eq!(
-                check(fixture, suggestion).as_deref(),
-                *expected,
-                "{fixture:?} + {suggestion:?}"
-            );
+            assert_eq!(check(fixture, suggestion).as_deref(), *expected, "{fixture:?} + {suggestion:?}");
         }
         let plain = Document::new("anything (", "markdown", None, 1);
         assert_eq!(check_insertion(&plain, 3, ")))").as_deref(), Some(")))"));

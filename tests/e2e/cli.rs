@@ -13,50 +13,28 @@ fn complete_prints_a_suggestion_and_its_latency() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let (suggestion, report) = stdout
-        .split_once("\n--\n")
-        .expect("suggestion, then a -- line, then the report");
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let (suggestion, report) = stdout.split_once("\n--\n").expect("suggestion, then a -- line, then the report");
     assert!(!suggestion.trim().is_empty());
-    assert!(
-        report.contains("latency") && report.contains(" ms"),
-        "{report}"
-    );
+    assert!(report.contains("latency") && report.contains(" ms"), "{report}");
 }
 
 #[test]
 fn complete_json_parses_and_carries_the_suggestion() {
-    let fixture =
-        std::fs::read_to_string(workspace_root().join("tests/fixtures/inventory.rs")).unwrap();
+    let fixture = std::fs::read_to_string(workspace_root().join("tests/fixtures/inventory.rs")).unwrap();
     let file = spark_tests::scratch_dir("cli-json").join("inventory.rs");
     std::fs::write(&file, fixture.replace("$0", "")).unwrap();
     let _lock = spark_tests::model_lock();
-    let output = Command::new(server_binary())
-        .arg("complete")
-        .arg(&file)
-        .args(["--at", "19:9", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let output =
+        Command::new(server_binary()).arg("complete").arg(&file).args(["--at", "19:9", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
     assert_eq!(json["line"], 19);
     assert_eq!(json["column"], 9);
     assert!(json["latencyMs"].is_u64());
     assert!(json["stats"]["nPrompt"].as_u64().unwrap() > 0);
     assert_eq!(json["model"]["arch"], "gemma3");
-    assert!(
-        json["suggestion"].is_string() || json["suggestion"].is_null(),
-        "{json}"
-    );
+    assert!(json["suggestion"].is_string() || json["suggestion"].is_null(), "{json}");
 }
 
 #[test]
@@ -74,38 +52,20 @@ fn complete_rejects_a_bad_position_clearly() {
 #[test]
 fn doctor_reports_the_model() {
     let _lock = spark_tests::model_lock();
-    let output = Command::new(server_binary())
-        .arg("doctor")
-        .output()
-        .unwrap();
+    let output = Command::new(server_binary()).arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    for expected in [
-        "architecture: gemma3",
-        "fill-in:",
-        "threads:",
-        "cpu features:",
-        "load time:",
-        "status:       ok",
-    ] {
-        assert!(
-            stdout.contains(expected),
-            "doctor output lacks {expected:?}:\n{stdout}"
-        );
+    for expected in ["architecture: gemma3", "fill-in:", "threads:", "cpu features:", "load time:", "status:       ok"]
+    {
+        assert!(stdout.contains(expected), "doctor output lacks {expected:?}:\n{stdout}");
     }
 }
 
 #[test]
 fn doctor_explains_a_missing_model() {
     let _lock = spark_tests::model_lock();
-    let output = Command::new(server_binary())
-        .args(["doctor", "--model", "/nonexistent/x.gguf"])
-        .output()
-        .unwrap();
+    let output = Command::new(server_binary()).args(["doctor", "--model", "/nonexistent/x.gguf"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success());
-    assert!(
-        stdout.contains("/nonexistent/x.gguf does not exist"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("/nonexistent/x.gguf does not exist"), "{stdout}");
 }

@@ -54,9 +54,7 @@ impl LspClient {
         }
         let model_lock = model_lock();
         let started = Instant::now();
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting {}", server_binary().display()))?;
+        let mut child = command.spawn().with_context(|| format!("starting {}", server_binary().display()))?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout = child.stdout.take().context("stdout")?;
         let (sender, incoming) = mpsc::channel();
@@ -68,15 +66,7 @@ impl LspClient {
                 }
             }
         });
-        Ok(LspClient {
-            child,
-            _model_lock: model_lock,
-            stdin,
-            incoming,
-            next_id: 1,
-            seen: Vec::new(),
-            started,
-        })
+        Ok(LspClient { child, _model_lock: model_lock, stdin, incoming, next_id: 1, seen: Vec::new(), started })
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
@@ -120,24 +110,13 @@ impl LspClient {
     }
 
     /// Waits for a notification (or server request) with `method` whose message satisfies `accept`.
-    pub fn wait_for(
-        &mut self,
-        method: &str,
-        timeout: Duration,
-        accept: impl Fn(&Value) -> bool,
-    ) -> Result<Value> {
-        if let Some(found) = self
-            .seen
-            .iter()
-            .find(|message| message["method"] == method && accept(message))
-        {
+    pub fn wait_for(&mut self, method: &str, timeout: Duration, accept: impl Fn(&Value) -> bool) -> Result<Value> {
+        if let Some(found) = self.seen.iter().find(|message| message["method"] == method && accept(message)) {
             return Ok(found.clone());
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let message = self
-                .next_message(deadline)
-                .with_context(|| format!("waiting for {method}"))?;
+            let message = self.next_message(deadline).with_context(|| format!("waiting for {method}"))?;
             let matches = message["method"] == method && accept(&message);
             self.handle_other(message.clone())?;
             if matches {
@@ -157,10 +136,7 @@ impl LspClient {
 
     /// Records notifications; answers server requests as a plain editor would.
     fn handle_other(&mut self, message: Value) -> Result<()> {
-        if let (Some(id), Some(method)) = (
-            message.get("id").cloned(),
-            message.get("method").and_then(Value::as_str),
-        ) {
+        if let (Some(id), Some(method)) = (message.get("id").cloned(), message.get("method").and_then(Value::as_str)) {
             let result = match method {
                 "workspace/configuration" => json!([]),
                 "workspace/applyEdit" => json!({"applied": true}),
@@ -192,10 +168,7 @@ impl LspClient {
     /// Waits until `spark/statusChanged` says the model is ready (or failed: an error).
     pub fn wait_model_ready(&mut self, timeout: Duration) -> Result<Value> {
         let status = self.wait_for("spark/statusChanged", timeout, |message| {
-            matches!(
-                message["params"]["state"].as_str(),
-                Some("ready" | "failed")
-            )
+            matches!(message["params"]["state"].as_str(), Some("ready" | "failed"))
         })?;
         if status["params"]["state"] != "ready" {
             bail!("model failed: {}", status["params"]["message"]);

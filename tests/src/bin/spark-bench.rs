@@ -77,10 +77,7 @@ fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<
             Duration::from_secs(60),
         )?;
         latencies.push(sent.elapsed());
-        if response["result"]["items"]
-            .as_array()
-            .is_some_and(|items| !items.is_empty())
-        {
+        if response["result"]["items"].as_array().is_some_and(|items| !items.is_empty()) {
             shown += 1;
         }
     }
@@ -111,24 +108,19 @@ fn main() -> anyhow::Result<()> {
     let only_default = std::env::args().any(|arg| arg == "--quick");
     let mut configs: Vec<Config> = vec![("idle, OpenMP default", vec![], false)];
     if !only_default {
-        configs.push((
-            "idle, OMP_WAIT_POLICY=passive",
-            vec![("OMP_WAIT_POLICY", "PASSIVE")],
-            false,
-        ));
+        configs.push(("idle, OMP_WAIT_POLICY=passive", vec![("OMP_WAIT_POLICY", "PASSIVE")], false));
         configs.push(("one core busy, OpenMP default", vec![], true));
-        configs.push((
-            "one core busy, OMP_WAIT_POLICY=passive",
-            vec![("OMP_WAIT_POLICY", "PASSIVE")],
-            true,
-        ));
+        configs.push(("one core busy, OMP_WAIT_POLICY=passive", vec![("OMP_WAIT_POLICY", "PASSIVE")], true));
     }
     let mut rows = Vec::new();
     for (label, env, busy) in &configs {
         eprintln!("spark-bench: {label} …");
         rows.push(replay(label, env, *busy)?);
     }
-    println!("keystroke → ghost text over stdio, {} keystrokes typed into tests/fixtures/inventory.rs, default model", TYPED.chars().count());
+    println!(
+        "keystroke → ghost text over stdio, {} keystrokes typed into tests/fixtures/inventory.rs, default model",
+        TYPED.chars().count()
+    );
     println!();
     println!("| configuration | start → model ready | RSS after load | median | p90 | max | with a suggestion | prompt tokens reused |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -150,12 +142,7 @@ fn main() -> anyhow::Result<()> {
         let base = pct(&rows[0].latencies, 0.5);
         println!();
         for row in &rows[1..] {
-            println!(
-                "median ratio {} / {}: {:.2}",
-                row.label,
-                rows[0].label,
-                pct(&row.latencies, 0.5) / base
-            );
+            println!("median ratio {} / {}: {:.2}", row.label, rows[0].label, pct(&row.latencies, 0.5) / base);
         }
     }
     Ok(())

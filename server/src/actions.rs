@@ -1,0 +1,288 @@
+//! Code actions: the cheap listing (no model call), the data an action carries until it is resolved or run as a
+//! command, Spark's own syntax diagnostics, and task outcomes as versioned `WorkspaceEdit`s.
+
+use ropey::Rope;
+use serde::{Deserialize, Serialize};
+use spark_grammars::{smallest_capture, syntax_errors};
+use tower_lsp_server::ls_types::*;
+
+use crate::document::Document;
+use crate::position::{self, LspPosition, PositionEncoding};
+use crate::tasks::{self, FileChange, TaskDocument, TaskKind, TaskOutcome};
+
+/// What a listed action needs to be computed later; travels as the action's `data` or the command's argument.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionData {
+    /// The command (`spark.fix`, …); taken from the command's name when run as a command.
+    #[serde(default)]
+    pub task: String,
+    pub uri: Uri,
+    /// The document version the action was listed for; `None` from a command typed by hand.
+    #[serde(default)]
+    pub version: Option<i32>,
+    /// Where: the diagnostic's range, or the cursor.
+    pub range: Range,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl ActionData {
+    pub fn kind(&self) -> Option<TaskKind> {
+        TaskKind::from_command(&self.task)
+    }
+}
+
+pub const COMMANDS: [&str; 3] = ["spark.fix", "spark.generateTests", "spark.generateRegex"];
+
+/// Lists Spark's actions for a range without calling the model.
+pub fn list(
+    document: &Document,
+    uri: &Uri,
+    range: Range,
+    diagnostics: &[Diagnostic],
+    encoding: PositionEncoding,
+    resolve_supported: bool,
+) -> Vec<CodeActionOrCommand> {
+    let mut actions = Vec::new();
+    let Some(lang) = document.lang else { return actions };
+    let Some(tree) = document.tree.as_ref() else { return actions };
+    let start = document.offset(to_lsp(range.start), encoding).byte;
+    let end = document.offset(to_lsp(range.end), encoding).byte.max(start);
+
+    let mut fix_targets: Vec<(Range, String, Option<Diagnostic>)> = diagnostics
+        .iter()
+        .map(|diagnostic| (diagnostic.range, diagnostic.message.clone(), Some(diagnostic.clone())))
+        .collect();
+    for node in syntax_errors(tree.root_node(), 64) {
+        if node.start_byte() <= end && node.end_byte() >= start {
+            let node_range = byte_range_to_lsp(&document.rope, node.start_byte(), node.end_byte(), encoding);
+            if !fix_targets.iter().any(|(range, _, _)| *range == node_range) {
+                fix_targets.push((node_range, error_message(&node, &document.rope), None));
+            }
+        }
+    }
+    for (target_range, message, diagnostic) in fix_targets.into_iter().take(4) {
+        let data = ActionData {
+            task: TaskKind::Fix.command().into(),
+            uri: uri.clone(),
+            version: Some(document.version),
+            range: target_range,
+            message: Some(message.clone()),
+        };
+        let title = format!("Spark fix: {}", message.lines().next().unwrap_or("").chars().take(60).collect::<String>());
+        actions.push(action(
+            title,
+            CodeActionKind::QUICKFIX,
+            true,
+            diagnostic.map(|d| vec![d]),
+            data,
+            resolve_supported,
+        ));
+    }
+
+    let source = document.text();
+    let queries = lang.queries();
+    if let Some(function) =
+        smallest_capture(&queries.functions, "function", tree.root_node(), source.as_bytes(), start, start)
+    {
+        let snapshot =
+            TaskDocument { text: source.clone(), lang, tree: tree.clone(), path: None, version: document.version };
+        if let Some((_, name)) = tasks::function_at(&snapshot, function.start_byte().max(start)) {
+            let data = ActionData {
+                task: TaskKind::Tests.command().into(),
+                uri: uri.clone(),
+                version: Some(document.version),
+                range,
+                message: None,
+            };
+            let title = format!("Spark: generate tests for `{name}`");
+            actions.push(action(title, CodeActionKind::REFACTOR_REWRITE, false, None, data, resolve_supported));
+        }
+    }
+    let snapshot = TaskDocument { text: source, lang, tree: tree.clone(), path: None, version: document.version };
+    if tasks::regex_comment_at(&snapshot, start).is_some() {
+        let data = ActionData {
+            task: TaskKind::Regex.command().into(),
+            uri: uri.clone(),
+            version: Some(document.version),
+            range,
+            message: None,
+        };
+        actions.push(action(
+            "Spark: generate regex".into(),
+            CodeActionKind::REFACTOR_REWRITE,
+            false,
+            None,
+            data,
+            resolve_supported,
+        ));
+    }
+    actions
+}
+
+fn action(
+    title: String,
+    kind: CodeActionKind,
+    preferred: bool,
+    diagnostics: Option<Vec<Diagnostic>>,
+    data: ActionData,
+    resolve_supported: bool,
+) -> CodeActionOrCommand {
+    let value = serde_json::to_value(&data).unwrap_or_default();
+    // Without resolve support the action carries a command: the model still runs only when it is chosen.
+    let (data, command) = if resolve_supported {
+        (Some(value), None)
+    } else {
+        (None, Some(Command { title: title.clone(), command: data.task.clone(), arguments: Some(vec![value]) }))
+    };
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title,
+        kind: Some(kind),
+        diagnostics,
+        edit: None,
+        command,
+        is_preferred: preferred.then_some(true),
+        disabled: None,
+        data,
+    })
+}
+
+fn error_message(node: &spark_grammars::tree_sitter::Node<'_>, rope: &Rope) -> String {
+    if node.is_missing() {
+        return format!("syntax error: missing `{}`", node.kind());
+    }
+    let start = node.start_byte().min(rope.len_bytes());
+    let end = node.end_byte().min(rope.len_bytes()).min(start + 40);
+    let end = rope.char_to_byte(rope.byte_to_char(end));
+    let text = rope.byte_slice(start..end).to_string();
+    let text = text.lines().next().unwrap_or("").trim();
+    if text.is_empty() {
+        "syntax error".into()
+    } else {
+        format!("syntax error near `{text}`")
+    }
+}
+
+/// Spark's own diagnostics: one per ERROR or MISSING node (source `spark`).
+pub fn syntax_diagnostics(document: &Document, encoding: PositionEncoding) -> Vec<Diagnostic> {
+    let Some(tree) = document.tree.as_ref() else { return Vec::new() };
+    syntax_errors(tree.root_node(), 50)
+        .into_iter()
+        .map(|node| Diagnostic {
+            range: byte_range_to_lsp(&document.rope, node.start_byte(), node.end_byte(), encoding),
+            severity: Some(DiagnosticSeverity::ERROR),
+            source: Some("spark".into()),
+            message: error_message(&node, &document.rope),
+            ..Default::default()
+        })
+        .collect()
+}
+
+pub fn byte_range_to_lsp(rope: &Rope, start: usize, end: usize, encoding: PositionEncoding) -> Range {
+    Range::new(
+        from_lsp(position::to_position(rope, start, encoding)),
+        from_lsp(position::to_position(rope, end, encoding)),
+    )
+}
+
+/// A verified outcome as a `WorkspaceEdit`: the task's document at the version it was computed for; other files
+/// (a new TypeScript test file) created or edited by path.
+pub fn workspace_edit(uri: &Uri, version: i32, encoding: PositionEncoding, outcome: &TaskOutcome) -> WorkspaceEdit {
+    let mut operations = Vec::new();
+    for change in &outcome.changes {
+        let (target_uri, target_version) = match &change.path {
+            None => (uri.clone(), Some(version)),
+            Some(path) => match Uri::from_file_path(path) {
+                Some(uri) => (uri, None),
+                None => continue,
+            },
+        };
+        if change.create {
+            operations.push(DocumentChangeOperation::Op(ResourceOp::Create(CreateFile {
+                uri: target_uri.clone(),
+                options: Some(CreateFileOptions { overwrite: Some(false), ignore_if_exists: Some(true) }),
+                annotation_id: None,
+            })));
+        }
+        operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
+            text_document: OptionalVersionedTextDocumentIdentifier { uri: target_uri, version: target_version },
+            edits: vec![OneOf::Left(text_edit(change, encoding))],
+        }));
+    }
+    WorkspaceEdit {
+        changes: None,
+        document_changes: Some(DocumentChanges::Operations(operations)),
+        change_annotations: None,
+    }
+}
+
+fn text_edit(change: &FileChange, encoding: PositionEncoding) -> TextEdit {
+    let rope = Rope::from_str(&change.old_text);
+    TextEdit {
+        range: byte_range_to_lsp(&rope, change.replace.start, change.replace.end, encoding),
+        new_text: change.insert.clone(),
+    }
+}
+
+pub fn to_lsp(position: Position) -> LspPosition {
+    LspPosition { line: position.line, character: position.character }
+}
+
+pub fn from_lsp(position: LspPosition) -> Position {
+    Position::new(position.line, position.character)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spark_grammars::Lang;
+
+    fn uri() -> Uri {
+        "file:///p/src/lib.rs".parse().unwrap()
+    }
+
+    fn titles(text: &str, at: Position) -> Vec<String> {
+        let document = Document::new(text, "rust", Some(Lang::Rust), 3);
+        list(&document, &uri(), Range::new(at, at), &[], PositionEncoding::Utf16, true)
+            .into_iter()
+            .map(|action| match action {
+                CodeActionOrCommand::CodeAction(action) => action.title,
+                CodeActionOrCommand::Command(command) => command.title,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn listing_is_cheap_and_fits_the_cursor() {
+        let text = "pub fn add(a: i32, b: i32) -> i32 {\n    let x = 1 +;\n    a + b\n}\n// regex: a year, matches 2024, not 24\n";
+        assert_eq!(
+            titles(text, Position::new(1, 14)),
+            vec!["Spark fix: syntax error near `;`".to_owned(), "Spark: generate tests for `add`".to_owned()]
+        );
+        assert_eq!(titles(text, Position::new(4, 5)), vec!["Spark: generate regex".to_owned()]);
+    }
+
+    #[test]
+    fn without_resolve_support_actions_carry_commands() {
+        let text = "fn f() {\n    let x = 1 +;\n}\n";
+        let document = Document::new(text, "rust", Some(Lang::Rust), 3);
+        let at = Position::new(1, 14);
+        let actions = list(&document, &uri(), Range::new(at, at), &[], PositionEncoding::Utf16, false);
+        let CodeActionOrCommand::CodeAction(action) = &actions[0] else { panic!("an action") };
+        let command = action.command.as_ref().unwrap();
+        assert_eq!(command.command, "spark.fix");
+        let data: ActionData = serde_json::from_value(command.arguments.as_ref().unwrap()[0].clone()).unwrap();
+        assert_eq!(data.version, Some(3));
+        assert!(action.data.is_none());
+    }
+
+    #[test]
+    fn diagnostics_for_error_and_missing_nodes() {
+        let document = Document::new("fn f() {\n    let x = 1\n}\n", "rust", Some(Lang::Rust), 1);
+        let diagnostics = syntax_diagnostics(&document, PositionEncoding::Utf16);
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert_eq!(diagnostics[0].source.as_deref(), Some("spark"));
+        assert!(diagnostics[0].message.contains("missing `;`"), "{}", diagnostics[0].message);
+    }
+}

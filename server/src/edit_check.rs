@@ -1,0 +1,361 @@
+//! Verification of task edits before they are offered, pure functions over text and trees. An edit that fails
+//! any check is never shown; the caller tries another sample or says plainly that nothing verified.
+
+use std::ops::Range;
+
+use spark_grammars::{syntax_errors, tree_sitter::Tree, Lang};
+
+/// Why a candidate edit was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    Empty,
+    Unchanged,
+    /// The edited text has syntax errors (or more than before outside the edit).
+    SyntaxErrors {
+        in_edit: usize,
+        total_before: usize,
+        total_after: usize,
+    },
+    /// The candidate runs past its node: it repeats the code that follows or leaves brackets open.
+    EscapesNode,
+    /// The candidate removes much more than it writes and is not a deletion fix.
+    DeletesTooMuch,
+    /// The candidate changes too much of the code it rewrites to be a fix of it (the model wrote something
+    /// else, often its prompt's example): counted in tokens deleted and inserted.
+    TooDifferent {
+        deleted: usize,
+        inserted: usize,
+        of: usize,
+    },
+    /// The document changed since the edit was computed.
+    Stale {
+        computed_for: i32,
+        current: i32,
+    },
+    RegexInvalid(String),
+    RegexMissesExample(String),
+    RegexMatchesCounterexample(String),
+    /// Generated tests without an assertion that calls the function under test.
+    NoAssertion,
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejection::Empty => write!(f, "empty"),
+            Rejection::Unchanged => write!(f, "changes nothing"),
+            Rejection::SyntaxErrors { in_edit, total_before, total_after } => {
+                write!(f, "syntax errors: {in_edit} in the edit, {total_after} in the file (was {total_before})")
+            }
+            Rejection::EscapesNode => write!(f, "runs past the node it rewrites"),
+            Rejection::DeletesTooMuch => write!(f, "deletes more than it replaces"),
+            Rejection::TooDifferent { deleted, inserted, of } => {
+                write!(f, "rewrites too much: {deleted} of {of} tokens deleted, {inserted} inserted")
+            }
+            Rejection::Stale { computed_for, current } => {
+                write!(f, "computed for version {computed_for}, the document is at {current}")
+            }
+            Rejection::RegexInvalid(error) => write!(f, "does not compile: {error}"),
+            Rejection::RegexMissesExample(example) => write!(f, "does not match {example:?}"),
+            Rejection::RegexMatchesCounterexample(example) => write!(f, "matches {example:?}"),
+            Rejection::NoAssertion => write!(f, "no assertion calls the function"),
+        }
+    }
+}
+
+/// An edit is only applied to the document version it was computed for.
+pub fn check_version(computed_for: i32, current: i32) -> Result<(), Rejection> {
+    if computed_for == current {
+        Ok(())
+    } else {
+        Err(Rejection::Stale { computed_for, current })
+    }
+}
+
+/// Parses `source` with `lang`; `None` when the grammar gives up.
+pub fn parse(lang: Lang, source: &str) -> Option<Tree> {
+    lang.parser().parse(source, None)
+}
+
+fn count_errors(tree: &Tree, range: Option<Range<usize>>) -> usize {
+    syntax_errors(tree.root_node(), 10_000)
+        .into_iter()
+        .filter(|node| match &range {
+            Some(range) => node.start_byte() <= range.end && node.end_byte() >= range.start,
+            None => true,
+        })
+        .count()
+}
+
+/// Tokens (identifiers, numbers, single punctuation) deleted from and inserted into `old` to get `new`, and
+/// the number of tokens of `old`.
+fn token_changes(old: &str, new: &str) -> (usize, usize, usize) {
+    let old_tokens = tokens(old);
+    let new_tokens = tokens(new);
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old_tokens, &new_tokens);
+    let (mut deleted, mut inserted) = (0, 0);
+    for op in ops {
+        match op {
+            similar::DiffOp::Equal { .. } => {}
+            similar::DiffOp::Delete { old_len, .. } => deleted += old_len,
+            similar::DiffOp::Insert { new_len, .. } => inserted += new_len,
+            similar::DiffOp::Replace { old_len, new_len, .. } => {
+                deleted += old_len;
+                inserted += new_len;
+            }
+        }
+    }
+    (deleted, inserted, old_tokens.len())
+}
+
+fn tokens(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut word_start: Option<usize> = None;
+    for (idx, ch) in text.char_indices() {
+        let is_word = ch.is_alphanumeric() || ch == '_';
+        match (is_word, word_start) {
+            (true, None) => word_start = Some(idx),
+            (false, Some(start)) => {
+                out.push(&text[start..idx]);
+                word_start = None;
+            }
+            _ => {}
+        }
+        if !is_word && !ch.is_whitespace() {
+            out.push(&text[idx..idx + ch.len_utf8()]);
+        }
+    }
+    if let Some(start) = word_start {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// Checks a rewrite of `node` (a byte range of `source`) into `candidate`: it changes something, parses with no
+/// error inside the edit and no new error elsewhere, stays inside its node, and does not delete more than it
+/// writes (an empty candidate is a deletion and allowed only when `allow_deletion`).
+pub fn check_rewrite(
+    lang: Lang,
+    source: &str,
+    node: Range<usize>,
+    candidate: &str,
+    allow_deletion: bool,
+) -> Result<String, Rejection> {
+    let old = &source[node.clone()];
+    if candidate.trim().is_empty() && !allow_deletion {
+        return Err(Rejection::Empty);
+    }
+    if squash(candidate) == squash(old) {
+        return Err(Rejection::Unchanged);
+    }
+    let old_weight = squash(old).len();
+    let new_weight = squash(candidate).len();
+    if !candidate.trim().is_empty() && new_weight * 2 < old_weight {
+        return Err(Rejection::DeletesTooMuch);
+    }
+    if !candidate.trim().is_empty() {
+        let (deleted, inserted, of) = token_changes(old, candidate);
+        if deleted > (of / 4).max(2) || inserted > (of / 3).max(4) {
+            return Err(Rejection::TooDifferent { deleted, inserted, of });
+        }
+    }
+    if escapes(source, node.end, candidate, old) {
+        return Err(Rejection::EscapesNode);
+    }
+    let new_source = format!("{}{}{}", &source[..node.start], candidate, &source[node.end..]);
+    let before = parse(lang, source).map(|tree| count_errors(&tree, None)).unwrap_or(usize::MAX);
+    let tree = parse(lang, &new_source).ok_or(Rejection::SyntaxErrors {
+        in_edit: 1,
+        total_before: before,
+        total_after: usize::MAX,
+    })?;
+    let edit_range = node.start..node.start + candidate.len();
+    let in_edit = count_errors(&tree, Some(edit_range));
+    let total_after = count_errors(&tree, None);
+    if in_edit > 0 || total_after > before {
+        return Err(Rejection::SyntaxErrors { in_edit, total_before: before, total_after });
+    }
+    Ok(new_source)
+}
+
+/// A candidate escapes its node when it goes on into the code after the node (the model kept writing the
+/// file) or when its brackets do not balance the way the original's did.
+fn escapes(source: &str, node_end: usize, candidate: &str, old: &str) -> bool {
+    let after = &source[node_end..];
+    let next_line = after.split('\n').skip(1).map(str::trim).find(|line| line.len() > 3);
+    if let Some(next_line) = next_line {
+        if candidate.lines().any(|line| line.trim() == next_line) && !old.lines().any(|line| line.trim() == next_line) {
+            return true;
+        }
+    }
+    let depth = spark_engine::postprocess::bracket_depth;
+    depth(candidate) != depth(old) && depth(candidate) != 0
+}
+
+/// Text without whitespace, to compare code regardless of layout.
+fn squash(text: &str) -> String {
+    text.chars().filter(|ch| !ch.is_whitespace()).collect()
+}
+
+/// The regex dialect a pattern is checked in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegexFlavor {
+    /// The `regex` crate's syntax, for Rust.
+    Rust,
+    /// ECMAScript, for TypeScript and JavaScript (checked with the `regress` engine).
+    EcmaScript,
+}
+
+/// The pattern compiles in its flavor, matches every positive example whole and no negative one.
+pub fn check_regex(
+    flavor: RegexFlavor,
+    pattern: &str,
+    positives: &[String],
+    negatives: &[String],
+) -> Result<(), Rejection> {
+    if pattern.trim().is_empty() {
+        return Err(Rejection::Empty);
+    }
+    let whole = format!("^(?:{pattern})$");
+    let matcher: Box<dyn Fn(&str) -> bool> = match flavor {
+        RegexFlavor::Rust => {
+            regex::Regex::new(pattern).map_err(|error| Rejection::RegexInvalid(first_line(&error.to_string())))?;
+            let compiled =
+                regex::Regex::new(&whole).map_err(|error| Rejection::RegexInvalid(first_line(&error.to_string())))?;
+            Box::new(move |text| compiled.is_match(text))
+        }
+        RegexFlavor::EcmaScript => {
+            regress::Regex::new(pattern).map_err(|error| Rejection::RegexInvalid(error.to_string()))?;
+            let compiled = regress::Regex::new(&whole).map_err(|error| Rejection::RegexInvalid(error.to_string()))?;
+            Box::new(move |text| compiled.find(text).is_some())
+        }
+    };
+    if let Some(missed) = positives.iter().find(|example| !matcher(example)) {
+        return Err(Rejection::RegexMissesExample(missed.clone()));
+    }
+    if let Some(matched) = negatives.iter().find(|example| matcher(example)) {
+        return Err(Rejection::RegexMatchesCounterexample(matched.clone()));
+    }
+    Ok(())
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().map(str::trim).rfind(|line| !line.is_empty()).unwrap_or("").to_owned()
+}
+
+/// Generated tests parse in their file (`new_file_text`, the whole test file or module after the insertion, with
+/// no new syntax error) and contain an assertion that calls `function_name`.
+pub fn check_tests(
+    lang: Lang,
+    old_file_text: &str,
+    new_file_text: &str,
+    test_code: &str,
+    function_name: &str,
+) -> Result<(), Rejection> {
+    let before = parse(lang, old_file_text).map(|tree| count_errors(&tree, None)).unwrap_or(0);
+    let tree = parse(lang, new_file_text).ok_or(Rejection::SyntaxErrors {
+        in_edit: 1,
+        total_before: before,
+        total_after: 1,
+    })?;
+    let total_after = count_errors(&tree, None);
+    if total_after > before {
+        return Err(Rejection::SyntaxErrors { in_edit: total_after - before, total_before: before, total_after });
+    }
+    let call = format!("{function_name}(");
+    let asserts = test_code.lines().any(|line| {
+        let line = line.trim();
+        (line.contains("assert") || line.contains("expect(")) && line.contains(&call)
+    });
+    let calls_then_asserts =
+        test_code.contains(&call) && test_code.lines().any(|line| line.contains("assert") || line.contains("expect("));
+    if asserts || calls_then_asserts {
+        Ok(())
+    } else {
+        Err(Rejection::NoAssertion)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(fixture: &str, candidate: &str) -> Result<String, Rejection> {
+        let start = fixture.find("<<").unwrap();
+        let end = fixture.find(">>").unwrap() - 2;
+        let source = fixture.replace("<<", "").replace(">>", "");
+        check_rewrite(Lang::Rust, &source, start..end, candidate, false)
+    }
+
+    #[test]
+    fn rewrite_table() {
+        let broken = "fn f() {\n    <<let x = 1 +;>>\n    let y = 2;\n}\n";
+        assert!(rewrite(broken, "let x = 1 + 2;").is_ok());
+        assert_eq!(rewrite(broken, "let x = 1 +;"), Err(Rejection::Unchanged));
+        assert_eq!(rewrite(broken, "   "), Err(Rejection::Empty));
+        assert!(matches!(
+            rewrite(broken, "let x = (1 + 2;"),
+            Err(Rejection::EscapesNode | Rejection::SyntaxErrors { .. })
+        ));
+        assert!(matches!(rewrite(broken, "let x = 1 + * 2;"), Err(Rejection::SyntaxErrors { .. })));
+        assert_eq!(rewrite(broken, "let x = 1 + 2;\n    let y = 2;"), Err(Rejection::EscapesNode));
+        let long = "fn f() {\n    <<let total_amount = compute_total(items, discount) +;>>\n}\n";
+        assert_eq!(rewrite(long, "let t = 1;"), Err(Rejection::DeletesTooMuch));
+        let statement = "fn f() {\n    <<let sum: u32 = prices.iter().sum()>>\n    sum\n}\n";
+        assert!(rewrite(statement, "let sum: u32 = prices.iter().sum();").is_ok());
+        assert!(matches!(
+            rewrite(statement, "if ready { sum = prices.iter().max() }"),
+            Err(Rejection::TooDifferent { .. })
+        ));
+        // A deletion is allowed only when asked for.
+        let source = "fn f() {\n    let x = 1 +;\n}\n";
+        let start = source.find("let").unwrap();
+        let end = source.find(";\n}").unwrap() + 1;
+        assert!(check_rewrite(Lang::Rust, source, start..end, "", true).is_ok());
+    }
+
+    #[test]
+    fn regex_table() {
+        let owned = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        let positives = owned(&["2024-01-31", "1999-12-01"]);
+        let negatives = owned(&["2024-1-31", "x2024-01-31"]);
+        for flavor in [RegexFlavor::Rust, RegexFlavor::EcmaScript] {
+            assert_eq!(check_regex(flavor, r"\d{4}-\d{2}-\d{2}", &positives, &negatives), Ok(()));
+            assert_eq!(
+                check_regex(flavor, r"\d{4}-\d{1,2}-\d{2}", &positives, &negatives),
+                Err(Rejection::RegexMatchesCounterexample("2024-1-31".into()))
+            );
+            assert_eq!(
+                check_regex(flavor, r"\d{4}", &positives, &negatives),
+                Err(Rejection::RegexMissesExample("2024-01-31".into()))
+            );
+            assert!(matches!(check_regex(flavor, r"(\d{4}", &positives, &negatives), Err(Rejection::RegexInvalid(_))));
+        }
+        // Look-behind is ECMAScript, not the regex crate.
+        assert!(check_regex(RegexFlavor::EcmaScript, r"(?<=a)b", &[], &[]).is_ok());
+        assert!(matches!(check_regex(RegexFlavor::Rust, r"(?<=a)b", &[], &[]), Err(Rejection::RegexInvalid(_))));
+    }
+
+    #[test]
+    fn tests_table() {
+        let old = "fn add(a: i32, b: i32) -> i32 { a + b }\n";
+        let good = "#[test]\nfn add_works() {\n    assert_eq!(add(1, 2), 3);\n}\n";
+        assert_eq!(check_tests(Lang::Rust, old, &format!("{old}{good}"), good, "add"), Ok(()));
+        let no_assert = "#[test]\nfn add_works() {\n    add(1, 2);\n}\n";
+        assert_eq!(
+            check_tests(Lang::Rust, old, &format!("{old}{no_assert}"), no_assert, "add"),
+            Err(Rejection::NoAssertion)
+        );
+        let broken = "#[test]\nfn add_works() {\n    assert_eq!(add(1, 2), 3;\n}\n";
+        assert!(matches!(
+            check_tests(Lang::Rust, old, &format!("{old}{broken}"), broken, "add"),
+            Err(Rejection::SyntaxErrors { .. })
+        ));
+    }
+
+    #[test]
+    fn stale_versions_are_refused() {
+        assert_eq!(check_version(3, 3), Ok(()));
+        assert_eq!(check_version(3, 4), Err(Rejection::Stale { computed_for: 3, current: 4 }));
+    }
+}

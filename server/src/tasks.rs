@@ -1,0 +1,806 @@
+//! The tasks behind code actions and their CLI: Spark fix, test generation, regex generation. Each builds a
+//! prompt for the model's kind (few-shot completion prompts for base models), samples within a time budget
+//! (greedy first, then with temperature and seeds), and keeps the first candidate that passes `edit_check`.
+//! The result is a set of file changes, or a plain "nothing verified" with the reasons.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use spark_engine::{CompletionRequest, Engine, EngineError, Sampling, StopMode};
+use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
+use tokio_util::sync::CancellationToken;
+
+use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
+
+/// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
+const TASK_LANE: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    Fix,
+    Tests,
+    Regex,
+}
+
+impl TaskKind {
+    pub fn command(self) -> &'static str {
+        match self {
+            TaskKind::Fix => "spark.fix",
+            TaskKind::Tests => "spark.generateTests",
+            TaskKind::Regex => "spark.generateRegex",
+        }
+    }
+
+    pub fn from_command(command: &str) -> Option<TaskKind> {
+        [TaskKind::Fix, TaskKind::Tests, TaskKind::Regex].into_iter().find(|kind| kind.command() == command)
+    }
+
+    /// The message when no sample passed verification.
+    pub fn nothing_verified(self) -> &'static str {
+        match self {
+            TaskKind::Fix => "Spark found no verified fix",
+            TaskKind::Tests => "Spark found no verified tests",
+            TaskKind::Regex => "Spark found no verified regex",
+        }
+    }
+}
+
+/// A document as a task sees it: a snapshot, so the model can run while the user types on.
+pub struct TaskDocument {
+    pub text: String,
+    pub lang: Lang,
+    pub tree: Tree,
+    /// The file on disk, for tasks that touch a sibling file (TypeScript tests).
+    pub path: Option<PathBuf>,
+    pub version: i32,
+}
+
+/// Where the user asked, and what for.
+#[derive(Debug, Clone)]
+pub struct TaskTarget {
+    /// Byte range of the selection or diagnostic (empty at the cursor).
+    pub range: Range<usize>,
+    /// A diagnostic's message, when the fix targets one.
+    pub message: Option<String>,
+}
+
+/// How long and how many times to sample.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskBudget {
+    pub samples: usize,
+    pub time: Duration,
+}
+
+impl Default for TaskBudget {
+    fn default() -> Self {
+        TaskBudget { samples: 4, time: Duration::from_secs(12) }
+    }
+}
+
+/// One file's change: `replace` (bytes of `old_text`) becomes `insert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// `None`: the task's own document.
+    pub path: Option<PathBuf>,
+    pub create: bool,
+    pub old_text: String,
+    pub replace: Range<usize>,
+    pub insert: String,
+}
+
+impl FileChange {
+    pub fn new_text(&self) -> String {
+        format!("{}{}{}", &self.old_text[..self.replace.start], self.insert, &self.old_text[self.replace.end..])
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskOutcome {
+    /// Empty when nothing verified.
+    pub changes: Vec<FileChange>,
+    pub title: String,
+    pub samples_tried: usize,
+    pub rejections: Vec<String>,
+    pub ms: u64,
+}
+
+impl TaskOutcome {
+    pub fn verified(&self) -> bool {
+        !self.changes.is_empty()
+    }
+}
+
+/// Runs a task to completion (or to its budget).
+pub async fn run(
+    engine: &Engine,
+    kind: TaskKind,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let started = Instant::now();
+    let mut outcome = match kind {
+        TaskKind::Fix => fix(engine, document, target, budget, cancel).await?,
+        TaskKind::Tests => tests(engine, document, target, budget, cancel).await?,
+        TaskKind::Regex => regex(engine, document, target, budget, cancel).await?,
+    };
+    outcome.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(outcome)
+}
+
+fn nothing(title: &str) -> TaskOutcome {
+    TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
+}
+
+/// Samples the model on `prompt` until `accept` takes a candidate, the samples run out or the time does.
+async fn sample_until<T>(
+    engine: &Engine,
+    prompt: &str,
+    stops: &[&str],
+    max_tokens: usize,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+    mut accept: impl FnMut(&str) -> Result<T, Rejection>,
+) -> Result<(Option<T>, usize, Vec<String>), EngineError> {
+    let started = Instant::now();
+    let mut rejections = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for sample_idx in 0..budget.samples.max(1) {
+        let left = budget.time.saturating_sub(started.elapsed());
+        if left.is_zero() || cancel.is_cancelled() {
+            return Ok((None, sample_idx, rejections));
+        }
+        let sampling = if sample_idx == 0 {
+            Sampling::default()
+        } else {
+            Sampling { temperature: 0.3 + 0.2 * sample_idx as f32, seed: 17 + sample_idx as u32 }
+        };
+        let request = CompletionRequest {
+            lane: TASK_LANE,
+            header: String::new(),
+            prefix: prompt.to_owned(),
+            suffix: String::new(),
+            mode: StopMode::Free,
+            indent: String::new(),
+            max_tokens,
+            max_lines: usize::MAX,
+            deadline: Instant::now() + left,
+            cancel: cancel.clone(),
+            raw_prompt: true,
+            stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
+            sampling,
+        };
+        let completion = engine.complete(request).await?;
+        let candidate = completion.text;
+        if seen.contains(&candidate) {
+            continue;
+        }
+        match accept(&candidate) {
+            Ok(found) => return Ok((Some(found), sample_idx + 1, rejections)),
+            Err(rejection) => {
+                tracing::debug!(sample = sample_idx, %rejection, "candidate refused");
+                rejections.push(rejection.to_string());
+            }
+        }
+        seen.push(candidate);
+    }
+    Ok((None, budget.samples, rejections))
+}
+
+fn language_name(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "Rust",
+        Lang::TypeScript | Lang::Tsx => "TypeScript",
+    }
+}
+
+/// The node a fix rewrites: the smallest statement or item around the target's errors.
+pub fn fix_node(document: &TaskDocument, target: &TaskTarget) -> Range<usize> {
+    let root = document.tree.root_node();
+    let mut start = target.range.start;
+    let mut end = target.range.end;
+    // The syntax errors that touch the target widen it: the fix must cover them whole.
+    for error in syntax_errors(root, 256) {
+        if error.start_byte() <= end && error.end_byte() >= start {
+            start = start.min(error.start_byte());
+            end = end.max(error.end_byte());
+        }
+    }
+    let queries = document.lang.queries();
+    let source = document.text.as_bytes();
+    let node = smallest_capture(&queries.items, "item", root, source, start, end)
+        .map(|node| node.byte_range())
+        .filter(|range| range.len() <= 4000);
+    match node {
+        Some(range) => range,
+        None => line_span(&document.text, start, end),
+    }
+}
+
+/// The whole lines (without the final line break) that `start..end` touches.
+fn line_span(text: &str, start: usize, end: usize) -> Range<usize> {
+    let line_start = text[..start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
+    let line_end = text[end..].find('\n').map(|idx| end + idx).unwrap_or(text.len());
+    let first_non_space = text[line_start..line_end].len() - text[line_start..line_end].trim_start().len();
+    line_start + first_non_space..line_end
+}
+
+async fn fix(
+    engine: &Engine,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let node = fix_node(document, target);
+    let broken = &document.text[node.clone()];
+    let message = target.message.clone().unwrap_or_else(|| "syntax error".to_owned());
+    let language = language_name(document.lang);
+    let prompt = format!(
+        "// Each broken {language} snippet is followed by the same code, fixed.\n\n\
+         // Error: expected `;`\n// Broken:\nlet total = price * count\n// Fixed:\nlet total = price * count;\n\n\
+         // Error: mismatched closing delimiter\n// Broken:\nif ready {{ start(] }}\n// Fixed:\nif ready {{ start() }}\n\n\
+         // Error: {message}\n// Broken:\n{broken}\n// Fixed:\n"
+    );
+    let title = format!("Spark fix: {}", first_line(&message));
+    // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
+    // like any other.
+    if let Some(repaired) = missing_token_repair(document, node.clone()) {
+        if check_rewrite(document.lang, &document.text, node.clone(), &repaired, false).is_ok() {
+            let change = FileChange {
+                path: None,
+                create: false,
+                old_text: document.text.clone(),
+                replace: node,
+                insert: repaired,
+            };
+            return Ok(TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 });
+        }
+    }
+    let max_tokens = broken.len() / 2 + 32;
+    let (found, tried, rejections) =
+        sample_until(engine, &prompt, &["\n\n", "\n// "], max_tokens, budget, cancel, |candidate| {
+            let candidate = candidate.trim_end().trim_start_matches('\n');
+            check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
+            Ok(candidate.to_owned())
+        })
+        .await?;
+    let Some(candidate) = found else {
+        return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
+    };
+    let change =
+        FileChange { path: None, create: false, old_text: document.text.clone(), replace: node, insert: candidate };
+    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 })
+}
+
+/// The node's text with every MISSING punctuation token the parser reported inserted where it belongs.
+fn missing_token_repair(document: &TaskDocument, node: Range<usize>) -> Option<String> {
+    let mut inserts: Vec<(usize, &str)> = syntax_errors(document.tree.root_node(), 256)
+        .into_iter()
+        .filter(|error| error.is_missing() && node.start <= error.start_byte() && error.start_byte() <= node.end)
+        .filter(|error| error.kind().chars().all(|ch| ch.is_ascii_punctuation()))
+        .map(|error| (error.start_byte(), error.kind()))
+        .collect();
+    if inserts.is_empty() {
+        return None;
+    }
+    inserts.sort();
+    let mut repaired = String::new();
+    let mut copied = node.start;
+    for (at, token) in inserts {
+        repaired.push_str(&document.text[copied..at]);
+        repaired.push_str(token);
+        copied = at;
+    }
+    repaired.push_str(&document.text[copied..node.end]);
+    Some(repaired)
+}
+
+/// The function under the cursor: its byte range and name.
+pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, String)> {
+    let root = document.tree.root_node();
+    let queries = document.lang.queries();
+    let source = document.text.as_bytes();
+    let function = smallest_capture(&queries.functions, "function", root, source, at, at)?;
+    let mut cursor = spark_grammars::tree_sitter::QueryCursor::new();
+    let name_idx = queries.functions.capture_index_for_name("name")?;
+    use spark_grammars::tree_sitter::StreamingIterator;
+    let mut matches = cursor.matches(&queries.functions, function, source);
+    while let Some(found) = matches.next() {
+        for capture in found.captures {
+            if capture.index == name_idx && function.byte_range().contains(&capture.node.start_byte()) {
+                let name = capture.node.utf8_text(source).ok()?.to_owned();
+                return Some((function.byte_range(), name));
+            }
+        }
+    }
+    None
+}
+
+async fn tests(
+    engine: &Engine,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let Some((function, name)) = function_at(document, target.range.start) else {
+        return Ok(nothing("Spark: no function under the cursor"));
+    };
+    let title = format!("Spark: generate tests for `{name}`");
+    let source = &document.text[function];
+    match document.lang {
+        Lang::Rust => rust_tests(engine, document, source, &name, &title, budget, cancel).await,
+        Lang::TypeScript | Lang::Tsx => ts_tests(engine, document, source, &name, &title, budget, cancel).await,
+    }
+}
+
+async fn rust_tests(
+    engine: &Engine,
+    document: &TaskDocument,
+    function_source: &str,
+    name: &str,
+    title: &str,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let header = format!("    #[test]\n    fn {name}_works() {{\n");
+    let prompt = format!(
+        "pub fn add(a: i32, b: i32) -> i32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    \
+         #[test]\n    fn add_works() {{\n        assert_eq!(add(2, 3), 5);\n        assert_eq!(add(-1, 1), 0);\n    }}\n}}\n\n\
+         {function_source}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{header}"
+    );
+    let existing = existing_test_module(document);
+    let (found, tried, rejections) =
+        sample_until(engine, &prompt, &["\n    }\n", "\n}\n"], 160, budget, cancel, |body| {
+            let test_fn = format!("{header}{}\n    }}\n", body.trim_end());
+            let change = rust_test_change(document, existing, &test_fn);
+            check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name)?;
+            Ok(change)
+        })
+        .await?;
+    Ok(match found {
+        Some(change) => {
+            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
+        }
+        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
+    })
+}
+
+/// The byte offset just before the closing brace of the file's `#[cfg(test)] mod tests`, if there is one.
+fn existing_test_module(document: &TaskDocument) -> Option<usize> {
+    let queries = document.lang.queries();
+    let root = document.tree.root_node();
+    let mut cursor = spark_grammars::tree_sitter::QueryCursor::new();
+    let index = queries.tests.capture_index_for_name("test_module")?;
+    use spark_grammars::tree_sitter::StreamingIterator;
+    let mut matches = cursor.matches(&queries.tests, root, document.text.as_bytes());
+    while let Some(found) = matches.next() {
+        for capture in found.captures {
+            if capture.index == index {
+                let end = capture.node.end_byte();
+                if document.text[..end].ends_with('}') {
+                    return Some(end - 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn rust_test_change(document: &TaskDocument, module_end: Option<usize>, test_fn: &str) -> FileChange {
+    match module_end {
+        Some(at) => FileChange {
+            path: None,
+            create: false,
+            old_text: document.text.clone(),
+            replace: at..at,
+            insert: format!("\n{test_fn}"),
+        },
+        None => {
+            let end = document.text.len();
+            let separator = if document.text.ends_with('\n') { "\n" } else { "\n\n" };
+            FileChange {
+                path: None,
+                create: false,
+                old_text: document.text.clone(),
+                replace: end..end,
+                insert: format!("{separator}#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{test_fn}}}\n"),
+            }
+        }
+    }
+}
+
+/// The test framework a TypeScript project uses, from the nearest package.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsFramework {
+    Vitest,
+    Jest,
+    NodeTest,
+}
+
+pub fn ts_framework(file: Option<&Path>) -> TsFramework {
+    let mut dir = file.and_then(Path::parent);
+    while let Some(current) = dir {
+        if let Ok(text) = std::fs::read_to_string(current.join("package.json")) {
+            if let Ok(package) = serde_json::from_str::<serde_json::Value>(&text) {
+                let has = |name: &str| {
+                    ["dependencies", "devDependencies"].iter().any(|section| package[section].get(name).is_some())
+                };
+                if has("vitest") {
+                    return TsFramework::Vitest;
+                }
+                if has("jest") || has("ts-jest") || has("@jest/globals") {
+                    return TsFramework::Jest;
+                }
+            }
+            return TsFramework::NodeTest;
+        }
+        dir = current.parent();
+    }
+    TsFramework::NodeTest
+}
+
+/// `src/math.ts` → `src/math.test.ts`.
+pub fn ts_test_path(file: &Path) -> PathBuf {
+    let stem = file.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module");
+    let extension = file.extension().and_then(|ext| ext.to_str()).unwrap_or("ts");
+    file.with_file_name(format!("{stem}.test.{extension}"))
+}
+
+async fn ts_tests(
+    engine: &Engine,
+    document: &TaskDocument,
+    function_source: &str,
+    name: &str,
+    title: &str,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let framework = ts_framework(document.path.as_deref());
+    let (imports, example_assert) = match framework {
+        TsFramework::Vitest => ("import { test, expect } from \"vitest\";\n", "expect(add(2, 3)).toBe(5);"),
+        TsFramework::Jest => ("", "expect(add(2, 3)).toBe(5);"),
+        TsFramework::NodeTest => (
+            "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\n",
+            "assert.equal(add(2, 3), 5);",
+        ),
+    };
+    let header = format!("test(\"{name} works\", () => {{\n");
+    let prompt = format!(
+        "export function add(a: number, b: number): number {{\n  return a + b;\n}}\n\n// add.test.ts\n{imports}\
+         test(\"add works\", () => {{\n  {example_assert}\n}});\n\n{function_source}\n\n// {name}.test.ts\n{imports}{header}"
+    );
+    let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
+    let test_path = ts_test_path(&path);
+    let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
+    let existing = std::fs::read_to_string(&test_path).ok();
+    let (found, tried, rejections) = sample_until(engine, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
+        let test_code = format!("{header}{}\n}});\n", body.trim_end());
+        let change = match &existing {
+            Some(old_text) => {
+                let end = old_text.len();
+                let import = format!("import {{ {name} }} from \"{module}\";\n");
+                let needs_import = !old_text.contains(&import);
+                FileChange {
+                    path: Some(test_path.clone()),
+                    create: false,
+                    old_text: old_text.clone(),
+                    replace: end..end,
+                    insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+                }
+            }
+            None => FileChange {
+                path: Some(test_path.clone()),
+                create: true,
+                old_text: String::new(),
+                replace: 0..0,
+                insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
+            },
+        };
+        check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name)?;
+        Ok(change)
+    })
+    .await?;
+    Ok(match found {
+        Some(change) => {
+            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
+        }
+        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
+    })
+}
+
+/// A pattern description and its examples, read from a comment such as
+/// `// regex: ISO date, matches 2024-01-31, 1999-12-01, not 2024-1-31`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegexSpec {
+    pub description: String,
+    pub positives: Vec<String>,
+    pub negatives: Vec<String>,
+}
+
+pub fn parse_regex_spec(comment: &str) -> Option<RegexSpec> {
+    let text: String = comment
+        .lines()
+        .map(|line| line.trim().trim_start_matches("///").trim_start_matches("//").trim_start_matches("/*"))
+        .map(|line| line.trim_start_matches('*').trim_end_matches("*/").trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let lower = text.to_lowercase();
+    let has_keyword = ["regex", "regexp", "pattern", "matches", "match "].iter().any(|word| lower.contains(word));
+    if !has_keyword {
+        return None;
+    }
+    let mut description = Vec::new();
+    let mut positives = Vec::new();
+    let mut negatives = Vec::new();
+    #[derive(PartialEq)]
+    enum Mode {
+        Description,
+        Positive,
+        Negative,
+    }
+    let mut mode = Mode::Description;
+    for segment in text.split([',', ';']) {
+        let mut segment = segment.trim();
+        let lower = segment.to_lowercase();
+        for (keyword, next) in [
+            ("doesn't match ", Mode::Negative),
+            ("does not match ", Mode::Negative),
+            ("but not ", Mode::Negative),
+            ("not ", Mode::Negative),
+            ("rejects ", Mode::Negative),
+            ("matches ", Mode::Positive),
+            ("match ", Mode::Positive),
+            ("e.g. ", Mode::Positive),
+            ("accepts ", Mode::Positive),
+        ] {
+            if lower.starts_with(keyword) {
+                segment = segment[keyword.len()..].trim();
+                mode = next;
+                break;
+            }
+        }
+        let segment = segment.trim_matches(|ch| ch == '`' || ch == '"' || ch == '\'');
+        if segment.is_empty() {
+            continue;
+        }
+        match mode {
+            Mode::Description => description.push(segment.to_owned()),
+            Mode::Positive => positives.push(segment.to_owned()),
+            Mode::Negative => negatives.push(segment.to_owned()),
+        }
+    }
+    let mut description = description.join(", ");
+    for prefix in ["regex:", "regexp:", "pattern:", "regex", "pattern"] {
+        if description.to_lowercase().starts_with(prefix) {
+            description = description[prefix.len()..].trim().to_owned();
+            break;
+        }
+    }
+    Some(RegexSpec { description, positives, negatives })
+}
+
+/// The comment at `at`, its byte range and its spec.
+pub fn regex_comment_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, RegexSpec)> {
+    let root = document.tree.root_node();
+    let queries = document.lang.queries();
+    let comment = smallest_capture(&queries.comments, "comment", root, document.text.as_bytes(), at, at)
+        .map(|node| node.byte_range())
+        .or_else(|| {
+            // The cursor may be at the end of the comment's line, just past the node.
+            let line = line_span(&document.text, at, at);
+            let text = &document.text[line.clone()];
+            text.starts_with("//").then_some(line)
+        })?;
+    let spec = parse_regex_spec(&document.text[comment.clone()])?;
+    Some((comment, spec))
+}
+
+async fn regex(
+    engine: &Engine,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let Some((comment, spec)) = regex_comment_at(document, target.range.start) else {
+        return Ok(nothing("Spark: no pattern description under the cursor"));
+    };
+    let title = "Spark: generate regex".to_owned();
+    let describe = |spec: &RegexSpec| {
+        let mut line = spec.description.clone();
+        if !spec.positives.is_empty() {
+            line.push_str(&format!(", matches {}", spec.positives.join(", ")));
+        }
+        if !spec.negatives.is_empty() {
+            line.push_str(&format!(", not {}", spec.negatives.join(", ")));
+        }
+        line
+    };
+    let prompt = format!(
+        "Regular expressions that match a whole string, one per description.\n\n\
+         Description: a US zip code, matches 12345, 12345-6789, not 1234\nRegex: ^\\d{{5}}(-\\d{{4}})?$\n\n\
+         Description: a hex color, matches #fff, #a1b2c3, not #ggg\nRegex: ^#([0-9a-fA-F]{{3}}|[0-9a-fA-F]{{6}})$\n\n\
+         Description: a lowercase word, matches hello, not Hello\nRegex: ^[a-z]+$\n\n\
+         Description: {}\nRegex: ^",
+        describe(&spec)
+    );
+    let flavor = match document.lang {
+        Lang::Rust => RegexFlavor::Rust,
+        Lang::TypeScript | Lang::Tsx => RegexFlavor::EcmaScript,
+    };
+    let line_end = document.text[comment.end..].find('\n').map(|idx| comment.end + idx).unwrap_or(document.text.len());
+    let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
+    let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
+    let in_body = inside_function_body(document, comment.start);
+    let (found, tried, rejections) = sample_until(engine, &prompt, &["\n"], 64, budget, cancel, |generated| {
+        let pattern = format!("^{}", generated.trim());
+        check_regex(flavor, &pattern, &spec.positives, &spec.negatives)?;
+        let statement = regex_statement(document.lang, &pattern, in_body);
+        let change = FileChange {
+            path: None,
+            create: false,
+            old_text: document.text.clone(),
+            replace: line_end..line_end,
+            insert: format!("\n{indent}{statement}"),
+        };
+        let before = edit_check::parse(document.lang, &document.text).map(|tree| count_all(&tree)).unwrap_or(0);
+        let after =
+            edit_check::parse(document.lang, &change.new_text()).map(|tree| count_all(&tree)).unwrap_or(usize::MAX);
+        if after > before {
+            return Err(Rejection::SyntaxErrors { in_edit: after - before, total_before: before, total_after: after });
+        }
+        Ok(change)
+    })
+    .await?;
+    Ok(match found {
+        Some(change) => TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 },
+        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) },
+    })
+}
+
+fn count_all(tree: &Tree) -> usize {
+    syntax_errors(tree.root_node(), 10_000).len()
+}
+
+fn inside_function_body(document: &TaskDocument, at: usize) -> bool {
+    let root = document.tree.root_node();
+    let source = document.text.as_bytes();
+    smallest_capture(&document.lang.queries().functions, "function", root, source, at, at).is_some()
+}
+
+/// The pattern in the language's own syntax, as a statement to insert.
+pub fn regex_statement(lang: Lang, pattern: &str, in_function_body: bool) -> String {
+    match lang {
+        Lang::Rust => {
+            let mut hashes = String::new();
+            while pattern.contains(&format!("\"{hashes}")) {
+                hashes.push('#');
+            }
+            let literal = format!("r{hashes}\"{pattern}\"{hashes}");
+            if in_function_body {
+                format!("let re = regex::Regex::new({literal}).unwrap();")
+            } else {
+                format!("const PATTERN: &str = {literal};")
+            }
+        }
+        Lang::TypeScript | Lang::Tsx => format!("const re = /{}/;", escape_slashes(pattern)),
+    }
+}
+
+/// Escapes `/` not already escaped, for a regex literal.
+fn escape_slashes(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut escaped = false;
+    for ch in pattern.chars() {
+        if ch == '/' && !escaped {
+            out.push('\\');
+        }
+        escaped = ch == '\\' && !escaped;
+        out.push(ch);
+    }
+    out
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    line.chars().take(60).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(lang: Lang, text: &str) -> TaskDocument {
+        TaskDocument {
+            text: text.to_owned(),
+            lang,
+            tree: edit_check::parse(lang, text).unwrap(),
+            path: None,
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn regex_spec_table() {
+        let cases = [
+            (
+                "// regex: ISO date, matches 2024-01-31, 1999-12-01, not 2024-1-31",
+                Some(("ISO date", vec!["2024-01-31", "1999-12-01"], vec!["2024-1-31"])),
+            ),
+            (
+                "/* pattern: hex byte, e.g. `ff`, `0A`, but not `g1` */",
+                Some(("hex byte", vec!["ff", "0A"], vec!["g1"])),
+            ),
+            ("// regex for a semantic version", Some(("for a semantic version", vec![], vec![]))),
+            ("// just a comment", None),
+        ];
+        for (comment, expected) in cases {
+            let got = parse_regex_spec(comment);
+            let expected = expected.map(|(description, positives, negatives)| RegexSpec {
+                description: description.to_owned(),
+                positives: positives.into_iter().map(str::to_owned).collect(),
+                negatives: negatives.into_iter().map(str::to_owned).collect(),
+            });
+            assert_eq!(got, expected, "{comment}");
+        }
+    }
+
+    #[test]
+    fn fix_node_is_the_smallest_statement_around_the_error() {
+        let text = "fn f() {\n    let a = 1;\n    let x = 1 +;\n    let y = 2;\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = text.find("+;").unwrap();
+        let node = fix_node(&doc, &TaskTarget { range: at..at + 1, message: None });
+        assert_eq!(&text[node], "let x = 1 +;");
+    }
+
+    #[test]
+    fn missing_tokens_are_the_first_repair() {
+        let text = "pub fn total(p: &[u32]) -> u32 {\n    let sum: u32 = p.iter().sum()\n    sum\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = text.find("sum()").unwrap();
+        let node = fix_node(&doc, &TaskTarget { range: at..at, message: None });
+        assert_eq!(missing_token_repair(&doc, node).as_deref(), Some("let sum: u32 = p.iter().sum();"));
+    }
+
+    #[test]
+    fn function_and_test_module_lookup() {
+        let text =
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
+        let doc = document(Lang::Rust, text);
+        let (range, name) = function_at(&doc, text.find("a + b").unwrap()).unwrap();
+        assert_eq!(name, "add");
+        assert!(text[range].starts_with("pub fn add"));
+        let at = existing_test_module(&doc).unwrap();
+        assert_eq!(&text[at..], "}\n");
+        let change = rust_test_change(&doc, Some(at), "    #[test]\n    fn t() {}\n");
+        assert!(
+            change.new_text().contains("use super::*;\n\n    #[test]\n    fn t() {}\n}\n"),
+            "{}",
+            change.new_text()
+        );
+    }
+
+    #[test]
+    fn regex_statements_in_each_language() {
+        assert_eq!(regex_statement(Lang::Rust, r"^\d+$", true), r#"let re = regex::Regex::new(r"^\d+$").unwrap();"#);
+        assert_eq!(regex_statement(Lang::Rust, r#"^"a"$"#, false), r###"const PATTERN: &str = r#"^"a"$"#;"###);
+        assert_eq!(regex_statement(Lang::TypeScript, r"^a/b\/c$", true), r"const re = /^a\/b\/c$/;");
+    }
+
+    #[test]
+    fn ts_paths_and_framework() {
+        assert_eq!(ts_test_path(Path::new("/p/src/math.ts")), PathBuf::from("/p/src/math.test.ts"));
+        let dir = std::env::temp_dir().join(format!("spark-fw-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("package.json"), r#"{"devDependencies": {"vitest": "^2"}}"#).unwrap();
+        assert_eq!(ts_framework(Some(&dir.join("src/math.ts"))), TsFramework::Vitest);
+        std::fs::write(dir.join("package.json"), r#"{"name": "x"}"#).unwrap();
+        assert_eq!(ts_framework(Some(&dir.join("src/math.ts"))), TsFramework::NodeTest);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
