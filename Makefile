@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model build demo test test-rust test-editors lint bench clean-model
+.PHONY: all deps model build llama-server demo test test-rust test-editors lint bench remote-bench
 
 all: build
 
@@ -19,13 +19,17 @@ model:
 build: deps
 	$(CARGO) build --release --workspace --bins
 
+# llama.cpp's own OpenAI-compatible server, the real peer of the remote backend's tests (built once, minutes).
+llama-server: deps
+	@bash scripts/build-llama-server.sh
+
 demo: deps model build
 	@echo "== spark-lsp doctor"
 	@./$(BIN) doctor
 	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
 	@./$(BIN) complete examples/demo.rs --at 18:5
 
-test: deps model build lint test-rust test-editors
+test: deps model build llama-server lint test-rust test-editors
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -39,3 +43,6 @@ test-editors:
 
 bench: deps model build
 	$(CARGO) run --release -p spark-tests --bin spark-bench
+
+remote-bench: deps model build llama-server
+	$(CARGO) run --release -p spark-engine --bin remote-bench

@@ -9,12 +9,16 @@ mod local;
 pub mod model_info;
 pub mod postprocess;
 pub mod prompt;
+pub mod remote;
 pub mod session;
 pub mod suggestion_cache;
 
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource};
 pub use error::EngineError;
 pub use model_info::{FimFamily, ModelInfo};
+pub use remote::{
+    RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
+};
 pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopMode, StopReason};
 
 /// The default model's file name, as the install script places it.
