@@ -7,11 +7,67 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use spark_engine::{EngineConfig, ModelSource};
 
+use crate::route::Route;
+
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Settings {
     pub model: ModelSettings,
     pub inline: InlineSettings,
+    /// The optional remote endpoint; off unless `remote.url` is set.
+    pub remote: RemoteSettings,
+}
+
+/// An OpenAI-compatible endpoint (a hosted service, vLLM, llama.cpp's server) for the heavier tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RemoteSettings {
+    pub url: String,
+    pub model: String,
+    /// The environment variable that holds the API key; the key itself is never a setting.
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
+    /// Use `/v1/chat/completions` (instruction models) instead of `/v1/completions`.
+    pub chat: bool,
+    /// The server does fill-in with a `suffix` field (as llama.cpp's server's /infill-style models do).
+    pub supports_suffix: bool,
+    /// Routes of the code-action tasks: "local", "remote", "remote-then-local" (default), "race".
+    pub fix: Route,
+    pub tests: Route,
+    pub regex: Route,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        RemoteSettings {
+            url: String::new(),
+            model: String::new(),
+            api_key_env: None,
+            timeout_ms: 10_000,
+            chat: false,
+            supports_suffix: false,
+            fix: Route::RemoteThenLocal,
+            tests: Route::RemoteThenLocal,
+            regex: Route::RemoteThenLocal,
+        }
+    }
+}
+
+impl RemoteSettings {
+    pub fn configured(&self) -> bool {
+        !self.url.trim().is_empty()
+    }
+
+    pub fn client_config(&self) -> spark_engine::RemoteConfig {
+        spark_engine::RemoteConfig {
+            url: self.url.trim().to_owned(),
+            model: self.model.clone(),
+            api_key_env: self.api_key_env.clone().filter(|name| !name.is_empty()),
+            timeout_ms: self.timeout_ms.max(1),
+            chat: self.chat,
+            supports_suffix: self.supports_suffix,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -33,8 +89,9 @@ pub struct InlineSettings {
     pub deadline_ms: u64,
     pub max_tokens: usize,
     pub max_lines: usize,
-    /// "local" (default) or "remote": ghost text leaves the machine only when this says so.
-    pub route: String,
+    /// "local" (default), "remote", "remote-then-local" or "race": ghost text leaves the machine only when this
+    /// says so (the editors' "Super Fast Mode" sets "remote").
+    pub route: Route,
     /// Language ids with ghost text; empty means all.
     pub languages: Vec<String>,
 }
@@ -46,7 +103,7 @@ impl Default for InlineSettings {
             deadline_ms: 1000,
             max_tokens: 48,
             max_lines: 8,
-            route: "local".to_owned(),
+            route: Route::Local,
             languages: Vec::new(),
         }
     }
@@ -116,6 +173,20 @@ mod tests {
         let wrong = Settings::from_json(&json!({"inline": {"maxTokens": "many"}})).unwrap_err();
         assert!(wrong.contains("invalid type"), "{wrong}");
         assert_eq!(Settings::from_json(&serde_json::Value::Null).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn remote_is_off_by_default_and_routes_parse() {
+        let settings = Settings::default();
+        assert!(!settings.remote.configured());
+        assert_eq!(settings.inline.route, Route::Local);
+        let settings = Settings::from_json(&json!({"inline": {"route": "remote"}, "remote": {"url": "http://127.0.0.1:9", "fix": "race", "apiKeyEnv": "MY_KEY"}})).unwrap();
+        assert!(settings.remote.configured());
+        assert_eq!(settings.inline.route, Route::Remote);
+        assert_eq!(settings.remote.fix, Route::Race);
+        assert_eq!(settings.remote.tests, Route::RemoteThenLocal);
+        assert_eq!(settings.remote.client_config().api_key_env.as_deref(), Some("MY_KEY"));
+        assert!(Settings::from_json(&json!({"inline": {"route": "cloud"}})).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod document;
 pub mod edit_check;
 pub mod lsp;
 pub mod position;
+pub mod route;
 pub mod suggest;
 pub mod tasks;
 pub mod verify;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use dashmap::DashMap;
 use futures::FutureExt;
 use serde_json::{json, Value};
-use spark_engine::{Engine, EngineError, EngineState};
+use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::notification::Notification;
@@ -23,7 +23,8 @@ use crate::document::{Change, Document};
 use crate::edit_check;
 use crate::position::{self, LspPosition, PositionEncoding};
 use crate::suggest;
-use crate::tasks::{self, TaskBudget, TaskDocument, TaskTarget};
+use crate::route::{Generator, Route, Served};
+use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use crate::verify;
 
 /// `spark/statusChanged`: the model's state, sent whenever it changes.
@@ -49,6 +50,11 @@ pub struct Spark {
     /// The debounced syntax-diagnostics task of each document.
     diagnostics_tasks: DashMap<Uri, tokio::task::JoinHandle<()>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The remote endpoint, when `remote.url` is configured; `None` otherwise (nothing leaves the machine).
+    remote: RwLock<Option<RemoteClient>>,
+    /// Set after the user was told the remote failed; cleared when it answers again (one notice, not one per
+    /// keystroke).
+    remote_warned: AtomicBool,
 }
 
 const NO_LATENCY: u64 = u64::MAX;
@@ -76,6 +82,52 @@ impl Spark {
             resolve_supported: AtomicBool::new(false),
             diagnostics_tasks: DashMap::new(),
             tasks: Mutex::new(Vec::new()),
+            remote: RwLock::new(None),
+            remote_warned: AtomicBool::new(false),
+        }
+    }
+
+    fn remote(&self) -> Option<RemoteClient> {
+        self.remote.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Builds (or drops) the remote client for these settings and opens its connection in the background.
+    async fn configure_remote(&self, settings: &Settings) {
+        let client = if settings.remote.configured() {
+            match RemoteClient::new(settings.remote.client_config()) {
+                Ok(client) => Some(client),
+                Err(error) => {
+                    self.client.show_message(MessageType::ERROR, format!("Spark: remote.url: {error}")).await;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(client) = &client {
+            let warm = client.clone();
+            let handle = tokio::spawn(async move {
+                if let Err(error) = warm.warm().await {
+                    tracing::warn!(%error, "remote endpoint not reachable at start-up; will retry");
+                }
+            });
+            self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
+        }
+        self.remote_warned.store(false, Ordering::Relaxed);
+        *self.remote.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = client;
+    }
+
+    /// Tells the user once that the remote failed and the local model serves instead.
+    async fn note_remote(&self, error: Option<RemoteError>, served: Option<Served>) {
+        match error {
+            Some(RemoteError::Cancelled) => {}
+            Some(error) if !self.remote_warned.swap(true, Ordering::Relaxed) => {
+                let message = format!("Spark: the remote endpoint failed ({error}); the local model serves until it recovers");
+                self.client.show_message(MessageType::WARNING, message).await;
+            }
+            Some(_) => {}
+            None if served == Some(Served::Remote) => self.remote_warned.store(false, Ordering::Relaxed),
+            None => {}
         }
     }
 
@@ -116,6 +168,21 @@ impl Spark {
         let counters = engine.counters();
         let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut status = state_json(&engine.state());
+        status["remote"] = match self.remote() {
+            None => json!({"configured": false}),
+            Some(remote) => {
+                let counters = remote.counters();
+                let (health, last_error) = match remote.health() {
+                    RemoteHealth::Up => ("up", Value::Null),
+                    RemoteHealth::Down { last_error, .. } => ("down", json!(last_error)),
+                };
+                json!({
+                    "configured": true, "url": remote.config().url, "model": remote.config().model,
+                    "health": health, "lastError": last_error,
+                    "requests": counters.n_requests, "connections": counters.n_connects, "failures": counters.n_failures,
+                })
+            }
+        };
         status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
         status["counters"] = json!({
             "requests": counters.requests.load(Ordering::Relaxed),
@@ -179,7 +246,12 @@ impl Spark {
         // tower-lsp cancels a request by dropping its future: the guard then stops the model too.
         let _stop_model_on_drop = cancel.clone().drop_guard();
         let started = Instant::now();
-        let result = engine.complete(prepared.request).await;
+        let remote = self.remote();
+        let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
+        let result = generator.generate(prepared.request).await;
+        let served = result.as_ref().ok().map(|generated| generated.served);
+        self.note_remote(generator.take_remote_error(), served).await;
+        let result = result.map(|generated| generated.completion);
         self.inflight.remove_if(uri, |_, (id, _)| *id == request_id);
         let completion = match result {
             Ok(completion) => completion,
@@ -327,9 +399,20 @@ impl Spark {
         };
         let cancel = CancellationToken::new();
         let _stop_model_on_drop = cancel.clone().drop_guard();
-        let outcome = tasks::run(&engine, kind, &snapshot, &target, TaskBudget::default(), &cancel)
+        let settings = self.settings();
+        let route = match kind {
+            TaskKind::Fix => settings.remote.fix,
+            TaskKind::Tests => settings.remote.tests,
+            TaskKind::Regex => settings.remote.regex,
+        };
+        let remote = self.remote();
+        let generator = Generator::new(&engine, remote.as_ref(), route);
+        let outcome = tasks::run(&generator, kind, &snapshot, &target, TaskBudget::default(), &cancel)
             .await
             .map_err(|error| format!("Spark: {error}"))?;
+        let remote_error = generator.take_remote_error();
+        let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
+        self.note_remote(remote_error, served).await;
         tracing::info!(
             task = data.task,
             verified = outcome.verified(),
@@ -426,6 +509,7 @@ impl LanguageServer for Spark {
         self.resolve_supported.store(resolve_supported, Ordering::Relaxed);
         let engine = Arc::new(Engine::start(settings.engine_config()));
         let _ = self.engine.set(engine);
+        self.configure_remote(&settings).await;
         *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
         tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
 
@@ -547,6 +631,9 @@ impl LanguageServer for Spark {
             &mut *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
             settings.clone(),
         );
+        if old.remote != settings.remote {
+            self.configure_remote(&settings).await;
+        }
         let new_config = settings.engine_config();
         let model_unusable = matches!(self.engine.get().map(|engine| engine.state()), Some(EngineState::Failed { .. }));
         if old.engine_config() != new_config || model_unusable {

@@ -7,10 +7,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use spark_engine::{CompletionRequest, Engine, EngineError, Sampling, StopMode};
+use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
 use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use tokio_util::sync::CancellationToken;
 
+use crate::route::Generator;
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
@@ -113,7 +114,7 @@ impl TaskOutcome {
 
 /// Runs a task to completion (or to its budget).
 pub async fn run(
-    engine: &Engine,
+    generator: &Generator<'_>,
     kind: TaskKind,
     document: &TaskDocument,
     target: &TaskTarget,
@@ -122,21 +123,27 @@ pub async fn run(
 ) -> Result<TaskOutcome, EngineError> {
     let started = Instant::now();
     let mut outcome = match kind {
-        TaskKind::Fix => fix(engine, document, target, budget, cancel).await?,
-        TaskKind::Tests => tests(engine, document, target, budget, cancel).await?,
-        TaskKind::Regex => regex(engine, document, target, budget, cancel).await?,
+        TaskKind::Fix => fix(generator, document, target, budget, cancel).await?,
+        TaskKind::Tests => tests(generator, document, target, budget, cancel).await?,
+        TaskKind::Regex => regex(generator, document, target, budget, cancel).await?,
     };
     outcome.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(outcome)
 }
 
 fn nothing(title: &str) -> TaskOutcome {
-    TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
+    TaskOutcome {
+        changes: Vec::new(),
+        title: title.to_owned(),
+        samples_tried: 0,
+        rejections: Vec::new(),
+        ms: 0,
+    }
 }
 
 /// Samples the model on `prompt` until `accept` takes a candidate, the samples run out or the time does.
 async fn sample_until<T>(
-    engine: &Engine,
+    generator: &Generator<'_>,
     prompt: &str,
     stops: &[&str],
     max_tokens: usize,
@@ -172,8 +179,8 @@ async fn sample_until<T>(
             stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
             sampling,
         };
-        let completion = engine.complete(request).await?;
-        let candidate = completion.text;
+        let generated = generator.generate(request).await?;
+        let candidate = generated.completion.text;
         if seen.contains(&candidate) {
             continue;
         }
@@ -228,7 +235,7 @@ fn line_span(text: &str, start: usize, end: usize) -> Range<usize> {
 }
 
 async fn fix(
-    engine: &Engine,
+    generator: &Generator<'_>,
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
@@ -261,7 +268,7 @@ async fn fix(
     }
     let max_tokens = broken.len() / 2 + 32;
     let (found, tried, rejections) =
-        sample_until(engine, &prompt, &["\n\n", "\n// "], max_tokens, budget, cancel, |candidate| {
+        sample_until(generator, &prompt, &["\n\n", "\n// "], max_tokens, budget, cancel, |candidate| {
             let candidate = candidate.trim_end().trim_start_matches('\n');
             check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
             Ok(candidate.to_owned())
@@ -320,7 +327,7 @@ pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, 
 }
 
 async fn tests(
-    engine: &Engine,
+    generator: &Generator<'_>,
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
@@ -332,13 +339,13 @@ async fn tests(
     let title = format!("Spark: generate tests for `{name}`");
     let source = &document.text[function];
     match document.lang {
-        Lang::Rust => rust_tests(engine, document, source, &name, &title, budget, cancel).await,
-        Lang::TypeScript | Lang::Tsx => ts_tests(engine, document, source, &name, &title, budget, cancel).await,
+        Lang::Rust => rust_tests(generator, document, source, &name, &title, budget, cancel).await,
+        Lang::TypeScript | Lang::Tsx => ts_tests(generator, document, source, &name, &title, budget, cancel).await,
     }
 }
 
 async fn rust_tests(
-    engine: &Engine,
+    generator: &Generator<'_>,
     document: &TaskDocument,
     function_source: &str,
     name: &str,
@@ -354,7 +361,7 @@ async fn rust_tests(
     );
     let existing = existing_test_module(document);
     let (found, tried, rejections) =
-        sample_until(engine, &prompt, &["\n    }\n", "\n}\n"], 160, budget, cancel, |body| {
+        sample_until(generator, &prompt, &["\n    }\n", "\n}\n"], 160, budget, cancel, |body| {
             let test_fn = format!("{header}{}\n    }}\n", body.trim_end());
             let change = rust_test_change(document, existing, &test_fn);
             check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name)?;
@@ -451,7 +458,7 @@ pub fn ts_test_path(file: &Path) -> PathBuf {
 }
 
 async fn ts_tests(
-    engine: &Engine,
+    generator: &Generator<'_>,
     document: &TaskDocument,
     function_source: &str,
     name: &str,
@@ -477,7 +484,7 @@ async fn ts_tests(
     let test_path = ts_test_path(&path);
     let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
     let existing = std::fs::read_to_string(&test_path).ok();
-    let (found, tried, rejections) = sample_until(engine, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
+    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
         let test_code = format!("{header}{}\n}});\n", body.trim_end());
         let change = match &existing {
             Some(old_text) => {
@@ -600,7 +607,7 @@ pub fn regex_comment_at(document: &TaskDocument, at: usize) -> Option<(Range<usi
 }
 
 async fn regex(
-    engine: &Engine,
+    generator: &Generator<'_>,
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
@@ -636,7 +643,7 @@ async fn regex(
     let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
     let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
     let in_body = inside_function_body(document, comment.start);
-    let (found, tried, rejections) = sample_until(engine, &prompt, &["\n"], 64, budget, cancel, |generated| {
+    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n"], 64, budget, cancel, |generated| {
         let pattern = format!("^{}", generated.trim());
         check_regex(flavor, &pattern, &spec.positives, &spec.negatives)?;
         let statement = regex_statement(document.lang, &pattern, in_body);

@@ -1,0 +1,183 @@
+//! Where a request is served: the local model, the optional remote endpoint, or both. Ghost text stays local
+//! unless the user routes it elsewhere; a remote that fails degrades to the local model.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use spark_engine::postprocess::{self, StopContext};
+use spark_engine::{
+    Completion, CompletionRequest, CompletionStats, Engine, EngineError, RemoteClient, RemoteError, RemoteHealth,
+    RemoteRequest, StopMode, StopReason,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A task's route, as the configuration names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    Local,
+    Remote,
+    /// Remote first; the local model on any remote error or timeout.
+    RemoteThenLocal,
+    /// Both at once; the first usable answer wins and the other is cancelled.
+    Race,
+}
+
+/// Which backend produced an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Local,
+    Remote,
+}
+
+/// A request's backends and route. `remote` is `None` when no endpoint is configured: everything is local.
+pub struct Generator<'a> {
+    pub engine: &'a Engine,
+    pub remote: Option<&'a RemoteClient>,
+    pub route: Route,
+    /// The last remote failure met, for one notice to the user after the request.
+    pub last_remote_error: std::sync::Mutex<Option<RemoteError>>,
+}
+
+/// An answer, where it came from, and the remote failure met on the way (for one notice to the user).
+pub struct Generated {
+    pub completion: Completion,
+    pub served: Served,
+    pub remote_error: Option<RemoteError>,
+}
+
+impl Generator<'_> {
+    pub fn new<'a>(engine: &'a Engine, remote: Option<&'a RemoteClient>, route: Route) -> Generator<'a> {
+        Generator { engine, remote, route, last_remote_error: std::sync::Mutex::new(None) }
+    }
+
+    pub fn local(engine: &Engine) -> Generator<'_> {
+        Generator::new(engine, None, Route::Local)
+    }
+
+    /// The remote failure met by the last requests, if any (taken: reported once).
+    pub fn take_remote_error(&self) -> Option<RemoteError> {
+        self.last_remote_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+
+    /// Runs `request` along the route.
+    pub async fn generate(&self, request: CompletionRequest) -> Result<Generated, EngineError> {
+        let generated = self.generate_inner(request).await?;
+        if let Some(error) = &generated.remote_error {
+            tracing::warn!(%error, "remote endpoint failed");
+            *self.last_remote_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error.clone());
+        }
+        Ok(generated)
+    }
+
+    async fn generate_inner(&self, request: CompletionRequest) -> Result<Generated, EngineError> {
+        let remote = match (self.route, self.remote) {
+            (Route::Local, _) | (_, None) => None,
+            (_, Some(remote)) => Some(remote),
+        };
+        let Some(remote) = remote else { return self.run_local(request, None).await };
+        // A remote that is down is skipped until its retry time; it is probed again by itself after that.
+        if let RemoteHealth::Down { last_error, .. } = remote.health() {
+            if self.route == Route::Remote {
+                return Ok(empty(Served::Remote, Some(RemoteError::Unreachable(last_error))));
+            }
+            return self.run_local(request, None).await;
+        }
+        match self.route {
+            Route::Local => unreachable!("handled above"),
+            Route::Remote => match remote_complete(remote, &request).await {
+                Ok(completion) => Ok(Generated { completion, served: Served::Remote, remote_error: None }),
+                Err(error) => Ok(empty(Served::Remote, Some(error))),
+            },
+            Route::RemoteThenLocal => match remote_complete(remote, &request).await {
+                Ok(completion) if !completion.text.trim().is_empty() => {
+                    Ok(Generated { completion, served: Served::Remote, remote_error: None })
+                }
+                Ok(_) => self.run_local(request, None).await,
+                Err(RemoteError::Cancelled) => Ok(empty(Served::Remote, None)),
+                Err(error) => self.run_local(request, Some(error)).await,
+            },
+            Route::Race => {
+                let remote_cancel = request.cancel.child_token();
+                let mut remote_request = request.clone();
+                remote_request.cancel = remote_cancel.clone();
+                let local_cancel = request.cancel.child_token();
+                let mut local_request = request;
+                local_request.cancel = local_cancel.clone();
+                let remote_future = remote_complete(remote, &remote_request);
+                let local_future = self.engine.complete(local_request);
+                tokio::pin!(remote_future, local_future);
+                tokio::select! {
+                    remote_result = &mut remote_future => match remote_result {
+                        Ok(completion) if !completion.text.trim().is_empty() => {
+                            local_cancel.cancel();
+                            Ok(Generated { completion, served: Served::Remote, remote_error: None })
+                        }
+                        other => {
+                            let completion = local_future.await?;
+                            Ok(Generated { completion, served: Served::Local, remote_error: other.err() })
+                        }
+                    },
+                    local_result = &mut local_future => {
+                        remote_cancel.cancel();
+                        Ok(Generated { completion: local_result?, served: Served::Local, remote_error: None })
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run_local(&self, request: CompletionRequest, remote_error: Option<RemoteError>) -> Result<Generated, EngineError> {
+        let completion = self.engine.complete(request).await?;
+        Ok(Generated { completion, served: Served::Local, remote_error })
+    }
+}
+
+fn empty(served: Served, remote_error: Option<RemoteError>) -> Generated {
+    let completion = Completion { text: String::new(), stop: StopReason::Cancelled, stats: CompletionStats::default() };
+    Generated { completion, served, remote_error }
+}
+
+/// The request on the remote endpoint: task prompts as they are; ghost text as the header and prefix (with the
+/// suffix where the server does fill-in), cut and cleaned by the same stop rules as local answers.
+async fn remote_complete(remote: &RemoteClient, request: &CompletionRequest) -> Result<Completion, RemoteError> {
+    let started = Instant::now();
+    let (prompt, suffix, stop) = if request.raw_prompt {
+        (request.prefix.clone(), None, request.stop_strings.clone())
+    } else {
+        let stop = match request.mode {
+            StopMode::Line => vec!["\n".to_owned()],
+            StopMode::Block | StopMode::Free => vec!["\n\n\n".to_owned()],
+        };
+        let suffix = remote.config().supports_suffix.then(|| request.suffix.clone());
+        (format!("{}{}", request.header, request.prefix), suffix, stop)
+    };
+    let remote_request = RemoteRequest {
+        prompt,
+        suffix,
+        system: None,
+        stop,
+        max_tokens: request.max_tokens,
+        temperature: request.sampling.temperature,
+        seed: Some(u64::from(request.sampling.seed)),
+        deadline: request.deadline,
+    };
+    let cancel: CancellationToken = request.cancel.clone();
+    let answer = remote.complete(remote_request, cancel).await?;
+    let text = if request.raw_prompt || request.mode == StopMode::Free {
+        answer.text
+    } else {
+        let context = StopContext {
+            mode: request.mode,
+            indent: &request.indent,
+            suffix: &request.suffix,
+            max_lines: request.max_lines,
+        };
+        postprocess::finalize(&answer.text, &context).unwrap_or_default()
+    };
+    let stats = CompletionStats {
+        total_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..CompletionStats::default()
+    };
+    Ok(Completion { text, stop: StopReason::StopRule, stats })
+}

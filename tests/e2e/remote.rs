@@ -1,0 +1,159 @@
+//! Remote routing over stdio: a loopback OpenAI-compatible mock counts what reaches it. Ghost text never goes
+//! there unless routed; a task routed remote-then-local uses it, and a failing remote degrades to the local
+//! model with one notice.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use spark_tests::{end_position, LspClient};
+
+const URI: &str = "file:///work/demo/src/sum.rs";
+const BROKEN: &str = "pub fn f(a: u32) -> u32 {\n    let x = a +;\n    x\n}\n";
+
+/// A tiny OpenAI-compatible server: counts completion requests and answers each with `answer` (or HTTP 500).
+struct Mock {
+    url: String,
+    completions: Arc<AtomicUsize>,
+}
+
+fn mock(answer: Option<&'static str>) -> Mock {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let completions = Arc::new(AtomicUsize::new(0));
+    let counter = completions.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    return;
+                }
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let response = if request_line.starts_with("POST") && request_line.contains("completions") {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    match answer {
+                        Some(text) => {
+                            let chunk = json!({"choices": [{"index": 0, "text": text, "finish_reason": null}]});
+                            let done = json!({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]});
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
+                            )
+                        }
+                        None => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+                    }
+                } else {
+                    let body = r#"{"object":"list","data":[]}"#;
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+                };
+                let _ = stream.write_all(response.as_bytes());
+            });
+        }
+    });
+    Mock { url, completions }
+}
+
+fn start(remote: Value) -> LspClient {
+    let log = spark_tests::scratch_dir("remote").join("server.log");
+    let mut client = LspClient::start(&[("SPARK_LOG", "debug,llama-cpp-2=warn")], Some(&log)).unwrap();
+    client.initialize(json!({"inline": {"deadlineMs": 120000}, "remote": remote})).unwrap();
+    client.wait_model_ready(Duration::from_secs(120)).unwrap();
+    client
+        .notify("textDocument/didOpen", json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": BROKEN}}))
+        .unwrap();
+    client
+}
+
+fn fix_at_error(client: &mut LspClient) -> Value {
+    let at = json!({"line": 1, "character": 15});
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "spark.fix", "arguments": [{"uri": URI, "range": {"start": at, "end": at}}]}),
+            Duration::from_secs(180),
+        )
+        .unwrap()
+}
+
+#[test]
+fn typing_sends_nothing_to_a_remote_configured_for_fix_and_the_fix_goes_there() {
+    let mock = mock(Some("let x = a + 1;"));
+    let mut client = start(json!({"url": mock.url, "fix": "remote-then-local", "tests": "local", "regex": "local"}));
+    // A typing session: edits and ghost-text requests.
+    let mut text = BROKEN.to_owned();
+    let mut at = text.find("    x\n").unwrap() + 5;
+    for (version, ch) in " + 1".chars().enumerate() {
+        let position = end_position(&text[..at]);
+        client
+            .notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": URI, "version": version + 2},
+                       "contentChanges": [{"range": {"start": position, "end": position}, "text": ch.to_string()}]}),
+            )
+            .unwrap();
+        text.insert(at, ch);
+        at += 1;
+        let position = end_position(&text[..at]);
+        client
+            .request(
+                "textDocument/inlineCompletion",
+                json!({"textDocument": {"uri": URI}, "position": position, "context": {"triggerKind": 2}}),
+                Duration::from_secs(180),
+            )
+            .unwrap();
+    }
+    assert_eq!(mock.completions.load(Ordering::SeqCst), 0, "ghost text must not leave the machine");
+    // Back to the broken text, then the fix: it is routed to the remote, whose answer verifies.
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": URI, "version": 20}, "contentChanges": [{"text": BROKEN}]}),
+        )
+        .unwrap();
+    let result = fix_at_error(&mut client);
+    assert!(mock.completions.load(Ordering::SeqCst) >= 1, "the fix went to the remote");
+    assert_eq!(result["result"]["applied"], true, "{result}");
+    let apply = client.wait_for("workspace/applyEdit", Duration::from_secs(5), |_| true).unwrap();
+    assert!(apply.to_string().contains("let x = a + 1;"), "{apply}");
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    assert_eq!(status["result"]["remote"]["configured"], true);
+    client.shutdown(Duration::from_secs(20)).unwrap();
+}
+
+#[test]
+fn a_failing_remote_degrades_to_local_with_one_notice() {
+    let mock = mock(None);
+    let mut client = start(json!({"url": mock.url, "fix": "remote-then-local"}));
+    let first = fix_at_error(&mut client);
+    assert!(first["result"].is_object(), "answered: {first}");
+    let second = fix_at_error(&mut client);
+    assert!(second["result"].is_object(), "answered: {second}");
+    assert!(mock.completions.load(Ordering::SeqCst) >= 1);
+    let notices: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter(|message| message["method"] == "window/showMessage")
+        .filter(|message| message["params"]["message"].as_str().unwrap_or("").contains("remote endpoint failed"))
+        .collect();
+    assert_eq!(notices.len(), 1, "one notice, not one per request: {notices:?}");
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    assert_eq!(status["result"]["remote"]["health"], "down", "{status}");
+    client.shutdown(Duration::from_secs(20)).unwrap();
+}
