@@ -44,5 +44,8 @@ test-editors:
 bench: deps model build
 	$(CARGO) run --release -p spark-tests --bin spark-bench
 
+eval: deps model build
+	$(CARGO) run --release -p spark-tests --bin spark-eval
+
 remote-bench: deps model build llama-server
 	$(CARGO) run --release -p spark-engine --bin remote-bench

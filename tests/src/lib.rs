@@ -1,6 +1,8 @@
 //! A minimal LSP client that drives the real `spark-lsp` binary over stdio, as an editor would: framed
 //! JSON-RPC, answers to server-initiated requests, and notifications kept for inspection.
 
+pub mod eval;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -106,6 +108,28 @@ impl LspClient {
                 return Ok(message);
             }
             self.handle_other(message)?;
+        }
+    }
+
+    /// Receives until `deadline`: returns the responses that arrived, each with when it arrived; notifications
+    /// and server requests are handled as `wait_for` does. For load tests that send and receive at once.
+    pub fn receive_until(&mut self, deadline: Instant) -> Result<Vec<(Instant, Value)>> {
+        let mut responses = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.incoming.recv_timeout(left) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => return Ok(responses),
+                Err(RecvTimeoutError::Disconnected) => bail!("the server closed its output"),
+            };
+            if message.get("id").is_some() && message.get("method").is_none() {
+                responses.push((Instant::now(), message));
+            } else {
+                self.handle_other(message)?;
+            }
+            if Instant::now() >= deadline {
+                return Ok(responses);
+            }
         }
     }
 
