@@ -49,14 +49,23 @@ pub fn list(
     let Some(tree) = document.tree.as_ref() else { return actions };
     let start = document.offset(to_lsp(range.start), encoding).byte;
     let end = document.offset(to_lsp(range.end), encoding).byte.max(start);
+    // A fix is offered for the errors anywhere on the lines of the range: the cursor need not sit on them.
+    let lines_start = document.rope.line_to_byte(document.rope.byte_to_line(start));
+    let last_line = document.rope.byte_to_line(end);
+    let lines_end = if last_line + 1 < document.rope.len_lines() {
+        document.rope.line_to_byte(last_line + 1)
+    } else {
+        document.rope.len_bytes()
+    };
 
     let mut fix_targets: Vec<(Range, String, Option<Diagnostic>)> = diagnostics
         .iter()
         .map(|diagnostic| (diagnostic.range, diagnostic.message.clone(), Some(diagnostic.clone())))
         .collect();
     for node in syntax_errors(tree.root_node(), 64) {
-        if node.start_byte() <= end && node.end_byte() >= start {
-            let node_range = byte_range_to_lsp(&document.rope, node.start_byte(), node.end_byte(), encoding);
+        if node.start_byte() <= lines_end && node.end_byte() >= lines_start {
+            let (from, to) = visible_span(&document.rope, node.start_byte(), node.end_byte());
+            let node_range = byte_range_to_lsp(&document.rope, from, to, encoding);
             if !fix_targets.iter().any(|(range, _, _)| *range == node_range) {
                 fix_targets.push((node_range, error_message(&node, &document.rope), None));
             }
@@ -150,7 +159,11 @@ fn action(
 
 fn error_message(node: &spark_grammars::tree_sitter::Node<'_>, rope: &Rope) -> String {
     if node.is_missing() {
-        return format!("syntax error: missing `{}`", node.kind());
+        let kind = node.kind();
+        if kind.chars().all(|ch| ch.is_ascii_punctuation()) {
+            return format!("syntax error: missing `{kind}`");
+        }
+        return format!("syntax error: missing {}", kind.replace('_', " "));
     }
     let start = node.start_byte().min(rope.len_bytes());
     let end = node.end_byte().min(rope.len_bytes()).min(start + 40);
@@ -170,13 +183,31 @@ pub fn syntax_diagnostics(document: &Document, encoding: PositionEncoding) -> Ve
     syntax_errors(tree.root_node(), 50)
         .into_iter()
         .map(|node| Diagnostic {
-            range: byte_range_to_lsp(&document.rope, node.start_byte(), node.end_byte(), encoding),
+            range: {
+                let (from, to) = visible_span(&document.rope, node.start_byte(), node.end_byte());
+                byte_range_to_lsp(&document.rope, from, to, encoding)
+            },
             severity: Some(DiagnosticSeverity::ERROR),
             source: Some("spark".into()),
             message: error_message(&node, &document.rope),
             ..Default::default()
         })
         .collect()
+}
+
+/// A zero-width error (a MISSING node) is widened to the character before it, so that editors draw it and a
+/// cursor on it finds its diagnostic.
+fn visible_span(rope: &Rope, start: usize, end: usize) -> (usize, usize) {
+    if start < end || start == 0 {
+        return (start, end);
+    }
+    let char_idx = rope.byte_to_char(start.min(rope.len_bytes()));
+    let previous = rope.char_to_byte(char_idx.saturating_sub(1));
+    if rope.byte_slice(previous..start).to_string().contains('\n') {
+        (start, end)
+    } else {
+        (previous, end)
+    }
 }
 
 pub fn byte_range_to_lsp(rope: &Rope, start: usize, end: usize, encoding: PositionEncoding) -> Range {
@@ -258,7 +289,10 @@ mod tests {
         let text = "pub fn add(a: i32, b: i32) -> i32 {\n    let x = 1 +;\n    a + b\n}\n// regex: a year, matches 2024, not 24\n";
         assert_eq!(
             titles(text, Position::new(1, 14)),
-            vec!["Spark fix: syntax error near `;`".to_owned(), "Spark: generate tests for `add`".to_owned()]
+            vec![
+                "Spark fix: syntax error: missing identifier".to_owned(),
+                "Spark: generate tests for `add`".to_owned()
+            ]
         );
         assert_eq!(titles(text, Position::new(4, 5)), vec!["Spark: generate regex".to_owned()]);
     }

@@ -309,7 +309,15 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0 };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
-    let outcome = tasks::run(&crate::route::Generator::local(&engine), kind, &snapshot, &target, budget, &CancellationToken::new()).await?;
+    let outcome = tasks::run(
+        &crate::route::Generator::local(&engine),
+        kind,
+        &snapshot,
+        &target,
+        budget,
+        &CancellationToken::new(),
+    )
+    .await?;
     engine.shutdown();
 
     let diffs: Vec<(String, bool, String)> = outcome

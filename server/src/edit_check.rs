@@ -37,6 +37,11 @@ pub enum Rejection {
     RegexMatchesCounterexample(String),
     /// Generated tests without an assertion that calls the function under test.
     NoAssertion,
+    /// A call of the function under test with the wrong number of arguments.
+    WrongArity {
+        expected: (usize, usize),
+        found: usize,
+    },
 }
 
 impl std::fmt::Display for Rejection {
@@ -59,6 +64,9 @@ impl std::fmt::Display for Rejection {
             Rejection::RegexMissesExample(example) => write!(f, "does not match {example:?}"),
             Rejection::RegexMatchesCounterexample(example) => write!(f, "matches {example:?}"),
             Rejection::NoAssertion => write!(f, "no assertion calls the function"),
+            Rejection::WrongArity { expected: (min, max), found } => {
+                write!(f, "calls the function with {found} argument(s), it takes {min}..={max}")
+            }
         }
     }
 }
@@ -153,14 +161,14 @@ pub fn check_rewrite(
     if !candidate.trim().is_empty() && new_weight * 2 < old_weight {
         return Err(Rejection::DeletesTooMuch);
     }
+    if escapes(source, node.end, candidate, old) {
+        return Err(Rejection::EscapesNode);
+    }
     if !candidate.trim().is_empty() {
         let (deleted, inserted, of) = token_changes(old, candidate);
         if deleted > (of / 4).max(2) || inserted > (of / 3).max(4) {
             return Err(Rejection::TooDifferent { deleted, inserted, of });
         }
-    }
-    if escapes(source, node.end, candidate, old) {
-        return Err(Rejection::EscapesNode);
     }
     let new_source = format!("{}{}{}", &source[..node.start], candidate, &source[node.end..]);
     let before = parse(lang, source).map(|tree| count_errors(&tree, None)).unwrap_or(usize::MAX);
@@ -239,6 +247,56 @@ pub fn check_regex(
     Ok(())
 }
 
+/// The number of arguments of every call `name(…)` in `code` (not method calls `x.name(…)`): top-level
+/// commas counted with brackets and string literals skipped.
+pub fn call_arities(code: &str, name: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let pattern = format!("{name}(");
+    let mut from = 0;
+    while let Some(idx) = code[from..].find(&pattern) {
+        let start = from + idx;
+        from = start + pattern.len();
+        let before = code[..start].chars().next_back();
+        if before.is_some_and(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.') {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut commas = 0;
+        let mut any = false;
+        let mut quote: Option<char> = None;
+        let mut escaped = false;
+        for ch in code[from..].chars() {
+            if let Some(open) = quote {
+                if escaped {
+                    escaped = false;
+                } else if ch == '\\' {
+                    escaped = true;
+                } else if ch == open {
+                    quote = None;
+                }
+                continue;
+            }
+            match ch {
+                '"' | '`' => {
+                    quote = Some(ch);
+                    any = true;
+                }
+                '(' | '[' | '{' => {
+                    depth += 1;
+                    any = true;
+                }
+                ')' | ']' | '}' if depth == 0 => break,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => commas += 1,
+                ch if !ch.is_whitespace() => any = true,
+                _ => {}
+            }
+        }
+        found.push(if any { commas + 1 } else { 0 });
+    }
+    found
+}
+
 fn first_line(text: &str) -> String {
     text.lines().map(str::trim).rfind(|line| !line.is_empty()).unwrap_or("").to_owned()
 }
@@ -251,7 +309,15 @@ pub fn check_tests(
     new_file_text: &str,
     test_code: &str,
     function_name: &str,
+    arity: Option<(usize, usize)>,
 ) -> Result<(), Rejection> {
+    if let Some((min, max)) = arity {
+        for found in call_arities(test_code, function_name) {
+            if found < min || found > max {
+                return Err(Rejection::WrongArity { expected: (min, max), found });
+            }
+        }
+    }
     let before = parse(lang, old_file_text).map(|tree| count_errors(&tree, None)).unwrap_or(0);
     let tree = parse(lang, new_file_text).ok_or(Rejection::SyntaxErrors {
         in_edit: 1,
@@ -297,7 +363,8 @@ mod tests {
             rewrite(broken, "let x = (1 + 2;"),
             Err(Rejection::EscapesNode | Rejection::SyntaxErrors { .. })
         ));
-        assert!(matches!(rewrite(broken, "let x = 1 + * 2;"), Err(Rejection::SyntaxErrors { .. })));
+        let got = rewrite(broken, "let x = 1 + 2 3;");
+        assert!(matches!(got, Err(Rejection::SyntaxErrors { .. })), "{got:?}");
         assert_eq!(rewrite(broken, "let x = 1 + 2;\n    let y = 2;"), Err(Rejection::EscapesNode));
         let long = "fn f() {\n    <<let total_amount = compute_total(items, discount) +;>>\n}\n";
         assert_eq!(rewrite(long, "let t = 1;"), Err(Rejection::DeletesTooMuch));
@@ -340,17 +407,28 @@ mod tests {
     fn tests_table() {
         let old = "fn add(a: i32, b: i32) -> i32 { a + b }\n";
         let good = "#[test]\nfn add_works() {\n    assert_eq!(add(1, 2), 3);\n}\n";
-        assert_eq!(check_tests(Lang::Rust, old, &format!("{old}{good}"), good, "add"), Ok(()));
+        assert_eq!(check_tests(Lang::Rust, old, &format!("{old}{good}"), good, "add", Some((2, 2))), Ok(()));
+        let arity = "#[test]\nfn add_works() {\n    assert_eq!(add(1), 3);\n}\n";
+        assert_eq!(
+            check_tests(Lang::Rust, old, &format!("{old}{arity}"), arity, "add", Some((2, 2))),
+            Err(Rejection::WrongArity { expected: (2, 2), found: 1 })
+        );
         let no_assert = "#[test]\nfn add_works() {\n    add(1, 2);\n}\n";
         assert_eq!(
-            check_tests(Lang::Rust, old, &format!("{old}{no_assert}"), no_assert, "add"),
+            check_tests(Lang::Rust, old, &format!("{old}{no_assert}"), no_assert, "add", None),
             Err(Rejection::NoAssertion)
         );
         let broken = "#[test]\nfn add_works() {\n    assert_eq!(add(1, 2), 3;\n}\n";
         assert!(matches!(
-            check_tests(Lang::Rust, old, &format!("{old}{broken}"), broken, "add"),
+            check_tests(Lang::Rust, old, &format!("{old}{broken}"), broken, "add", None),
             Err(Rejection::SyntaxErrors { .. })
         ));
+    }
+
+    #[test]
+    fn call_arity_table() {
+        assert_eq!(call_arities("f(1, g(2, 3)) + f() + x.f(9) + f(\"a,b\", [1, 2])", "f"), vec![2, 0, 2]);
+        assert_eq!(call_arities("sum([1, 2, 3])", "sum"), vec![1]);
     }
 
     #[test]

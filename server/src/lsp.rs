@@ -22,8 +22,8 @@ use crate::config::Settings;
 use crate::document::{Change, Document};
 use crate::edit_check;
 use crate::position::{self, LspPosition, PositionEncoding};
-use crate::suggest;
 use crate::route::{Generator, Route, Served};
+use crate::suggest;
 use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use crate::verify;
 
@@ -122,7 +122,8 @@ impl Spark {
         match error {
             Some(RemoteError::Cancelled) => {}
             Some(error) if !self.remote_warned.swap(true, Ordering::Relaxed) => {
-                let message = format!("Spark: the remote endpoint failed ({error}); the local model serves until it recovers");
+                let message =
+                    format!("Spark: the remote endpoint failed ({error}); the local model serves until it recovers");
                 self.client.show_message(MessageType::WARNING, message).await;
             }
             Some(_) => {}

@@ -127,7 +127,11 @@ impl Generator<'_> {
         }
     }
 
-    async fn run_local(&self, request: CompletionRequest, remote_error: Option<RemoteError>) -> Result<Generated, EngineError> {
+    async fn run_local(
+        &self,
+        request: CompletionRequest,
+        remote_error: Option<RemoteError>,
+    ) -> Result<Generated, EngineError> {
         let completion = self.engine.complete(request).await?;
         Ok(Generated { completion, served: Served::Local, remote_error })
     }

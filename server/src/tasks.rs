@@ -11,8 +11,8 @@ use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
 use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use tokio_util::sync::CancellationToken;
 
-use crate::route::Generator;
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
+use crate::route::Generator;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 const TASK_LANE: u64 = u64::MAX;
@@ -132,13 +132,7 @@ pub async fn run(
 }
 
 fn nothing(title: &str) -> TaskOutcome {
-    TaskOutcome {
-        changes: Vec::new(),
-        title: title.to_owned(),
-        samples_tried: 0,
-        rejections: Vec::new(),
-        ms: 0,
-    }
+    TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
 }
 
 /// Samples the model on `prompt` until `accept` takes a candidate, the samples run out or the time does.
@@ -337,22 +331,27 @@ async fn tests(
         return Ok(nothing("Spark: no function under the cursor"));
     };
     let title = format!("Spark: generate tests for `{name}`");
+    let arity = function_arity(document, function.clone());
     let source = &document.text[function];
     match document.lang {
-        Lang::Rust => rust_tests(generator, document, source, &name, &title, budget, cancel).await,
-        Lang::TypeScript | Lang::Tsx => ts_tests(generator, document, source, &name, &title, budget, cancel).await,
+        Lang::Rust => {
+            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+        }
+        Lang::TypeScript | Lang::Tsx => {
+            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+        }
     }
 }
 
 async fn rust_tests(
     generator: &Generator<'_>,
     document: &TaskDocument,
-    function_source: &str,
-    name: &str,
+    target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let FunctionTarget { source: function_source, name, arity } = target;
     let header = format!("    #[test]\n    fn {name}_works() {{\n");
     let prompt = format!(
         "pub fn add(a: i32, b: i32) -> i32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    \
@@ -364,7 +363,7 @@ async fn rust_tests(
         sample_until(generator, &prompt, &["\n    }\n", "\n}\n"], 160, budget, cancel, |body| {
             let test_fn = format!("{header}{}\n    }}\n", body.trim_end());
             let change = rust_test_change(document, existing, &test_fn);
-            check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name)?;
+            check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
             Ok(change)
         })
         .await?;
@@ -374,6 +373,49 @@ async fn rust_tests(
         }
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
+}
+
+/// The function tests are generated for.
+#[derive(Clone, Copy)]
+struct FunctionTarget<'a> {
+    source: &'a str,
+    name: &'a str,
+    arity: Option<(usize, usize)>,
+}
+
+/// How many arguments the function takes (required ..= all), from its parameter list; `self` does not count.
+fn function_arity(document: &TaskDocument, function: Range<usize>) -> Option<(usize, usize)> {
+    let root = document.tree.root_node();
+    let node = root.descendant_for_byte_range(function.start, function.end)?;
+    let mut stack = vec![node];
+    while let Some(current) = stack.pop() {
+        if let Some(parameters) = current.child_by_field_name("parameters") {
+            let mut cursor = parameters.walk();
+            let mut required = 0;
+            let mut all = 0;
+            for parameter in parameters.named_children(&mut cursor) {
+                let is_rest = parameter.kind() == "rest_pattern"
+                    || parameter.child_by_field_name("pattern").is_some_and(|pattern| pattern.kind() == "rest_pattern");
+                if is_rest {
+                    return Some((required, usize::MAX));
+                }
+                match parameter.kind() {
+                    "self_parameter" | "comment" => {}
+                    "optional_parameter" => all += 1,
+                    "required_parameter" if parameter.child_by_field_name("value").is_some() => all += 1,
+                    _ => {
+                        required += 1;
+                        all += 1;
+                    }
+                }
+            }
+            return Some((required, all));
+        }
+        let mut cursor = current.walk();
+        let children: Vec<_> = current.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    None
 }
 
 /// The byte offset just before the closing brace of the file's `#[cfg(test)] mod tests`, if there is one.
@@ -460,12 +502,12 @@ pub fn ts_test_path(file: &Path) -> PathBuf {
 async fn ts_tests(
     generator: &Generator<'_>,
     document: &TaskDocument,
-    function_source: &str,
-    name: &str,
+    target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let FunctionTarget { source: function_source, name, arity } = target;
     let framework = ts_framework(document.path.as_deref());
     let (imports, example_assert) = match framework {
         TsFramework::Vitest => ("import { test, expect } from \"vitest\";\n", "expect(add(2, 3)).toBe(5);"),
@@ -484,33 +526,34 @@ async fn ts_tests(
     let test_path = ts_test_path(&path);
     let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
     let existing = std::fs::read_to_string(&test_path).ok();
-    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
-        let test_code = format!("{header}{}\n}});\n", body.trim_end());
-        let change = match &existing {
-            Some(old_text) => {
-                let end = old_text.len();
-                let import = format!("import {{ {name} }} from \"{module}\";\n");
-                let needs_import = !old_text.contains(&import);
-                FileChange {
-                    path: Some(test_path.clone()),
-                    create: false,
-                    old_text: old_text.clone(),
-                    replace: end..end,
-                    insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+    let (found, tried, rejections) =
+        sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
+            let test_code = format!("{header}{}\n}});\n", body.trim_end());
+            let change = match &existing {
+                Some(old_text) => {
+                    let end = old_text.len();
+                    let import = format!("import {{ {name} }} from \"{module}\";\n");
+                    let needs_import = !old_text.contains(&import);
+                    FileChange {
+                        path: Some(test_path.clone()),
+                        create: false,
+                        old_text: old_text.clone(),
+                        replace: end..end,
+                        insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+                    }
                 }
-            }
-            None => FileChange {
-                path: Some(test_path.clone()),
-                create: true,
-                old_text: String::new(),
-                replace: 0..0,
-                insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
-            },
-        };
-        check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name)?;
-        Ok(change)
-    })
-    .await?;
+                None => FileChange {
+                    path: Some(test_path.clone()),
+                    create: true,
+                    old_text: String::new(),
+                    replace: 0..0,
+                    insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
+                },
+            };
+            check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
+            Ok(change)
+        })
+        .await?;
     Ok(match found {
         Some(change) => {
             TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
@@ -790,6 +833,19 @@ mod tests {
             "{}",
             change.new_text()
         );
+    }
+
+    #[test]
+    fn arity_from_the_parameter_list() {
+        let rust = document(Lang::Rust, "impl A {\n    pub fn f(&self, a: u32, b: u32) -> u32 { a + b }\n}\n");
+        let (range, _) = function_at(&rust, rust.text.find("a + b").unwrap()).unwrap();
+        assert_eq!(function_arity(&rust, range), Some((2, 2)));
+        let ts = document(Lang::TypeScript, "export function f(a: number, b?: number, c = 1): number { return a; }\n");
+        let (range, _) = function_at(&ts, ts.text.find("return").unwrap()).unwrap();
+        assert_eq!(function_arity(&ts, range), Some((1, 3)));
+        let arrow = document(Lang::TypeScript, "export const g = (xs: number[]) => xs.length;\n");
+        let (range, _) = function_at(&arrow, arrow.text.find("xs.length").unwrap()).unwrap();
+        assert_eq!(function_arity(&arrow, range), Some((1, 1)));
     }
 
     #[test]

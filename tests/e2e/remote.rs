@@ -57,7 +57,8 @@ fn mock(answer: Option<&'static str>) -> Mock {
                                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
                             )
                         }
-                        None => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+                        None => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_owned(),
                     }
                 } else {
                     let body = r#"{"object":"list","data":[]}"#;
@@ -76,7 +77,10 @@ fn start(remote: Value) -> LspClient {
     client.initialize(json!({"inline": {"deadlineMs": 120000}, "remote": remote})).unwrap();
     client.wait_model_ready(Duration::from_secs(120)).unwrap();
     client
-        .notify("textDocument/didOpen", json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": BROKEN}}))
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": BROKEN}}),
+        )
         .unwrap();
     client
 }

@@ -105,14 +105,22 @@ fn independent_check(task: &str, file: &Path, original: &str) -> Result<(), Stri
             }
             let comment = original.lines().find(|line| line.contains("regex:")).ok_or("no regex comment")?;
             let spec = spark_lsp::tasks::parse_regex_spec(comment).ok_or("unreadable spec")?;
-            let inserted = written.lines().find(|line| !original.contains(line.trim()) && !line.trim().is_empty()).ok_or("nothing inserted")?;
+            let inserted = written
+                .lines()
+                .find(|line| !original.contains(line.trim()) && !line.trim().is_empty())
+                .ok_or("nothing inserted")?;
             check_inserted_regex(lang, inserted, &spec.positives, &spec.negatives)
         }
         _ => Err(format!("unknown task {task}")),
     }
 }
 
-fn check_inserted_regex(lang: spark_grammars::Lang, line: &str, positives: &[String], negatives: &[String]) -> Result<(), String> {
+fn check_inserted_regex(
+    lang: spark_grammars::Lang,
+    line: &str,
+    positives: &[String],
+    negatives: &[String],
+) -> Result<(), String> {
     let matcher: Box<dyn Fn(&str) -> bool> = if lang == spark_grammars::Lang::Rust {
         let start = line.find("r\"").or_else(|| line.find("r#\"")).ok_or("no raw string")?;
         let body = &line[start + 1..];
@@ -161,11 +169,22 @@ pub fn table(label: &str, results: &[CaseResult]) -> String {
         let pct = |p: f64| ms.get(((ms.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0);
         let offered = rows.iter().filter(|result| result.offered).count();
         let verified = rows.iter().filter(|result| result.verified == Some(true)).count();
-        out.push_str(&format!("| {task} | {} | {offered} | {verified} of {offered} | {} | {} |\n", rows.len(), pct(0.5), pct(0.95)));
+        out.push_str(&format!(
+            "| {task} | {} | {offered} | {verified} of {offered} | {} | {} |\n",
+            rows.len(),
+            pct(0.5),
+            pct(0.95)
+        ));
     }
     out.push_str("\n| case | offered | note |\n|---|---|---|\n");
     for result in results {
-        out.push_str(&format!("| {}/{} | {} | {} |\n", result.task, result.case, if result.offered { "yes" } else { "no" }, result.note.replace('|', "/")));
+        out.push_str(&format!(
+            "| {}/{} | {} | {} |\n",
+            result.task,
+            result.case,
+            if result.offered { "yes" } else { "no" },
+            result.note.replace('|', "/")
+        ));
     }
     out
 }
