@@ -136,7 +136,7 @@ impl Engine {
             EngineState::Failed { error } => return Err(error),
         }
         // Task prompts are sampled several times on purpose: only ghost text is cached.
-        let cacheable = request.max_tokens > 0 && !request.raw_prompt;
+        let cacheable = request.max_tokens > 0 && !request.raw_prompt && !reuse_disabled();
         if cacheable {
             let hit = self.lock_cache().lookup(&request);
             if let Some((text, hit)) = hit {
@@ -290,6 +290,9 @@ fn serve<M: crate::session::LanguageModel>(
             continue;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
+        if reuse_disabled() {
+            session.reset();
+        }
         let result = catch_unwind(AssertUnwindSafe(|| session.complete(&job.request, job.queued_at)));
         let result = match result {
             Ok(result) => result,
@@ -373,6 +376,13 @@ fn record(counters: &EngineCounters, completion: &Completion) {
         stop = ?completion.stop,
         "completion"
     );
+}
+
+/// `SPARK_DISABLE_REUSE=1` evaluates every prompt from an empty KV cache and turns the suggestion cache off: the
+/// baseline the benchmark compares against (every request cold, as a server without prefix reuse serves it).
+fn reuse_disabled() -> bool {
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DISABLED.get_or_init(|| std::env::var_os("SPARK_DISABLE_REUSE").is_some_and(|value| value == "1"))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -102,19 +102,19 @@ fn typing_sends_nothing_to_a_remote_configured_for_fix_and_the_fix_goes_there() 
     let mut client = start(json!({"url": mock.url, "fix": "remote-then-local", "tests": "local", "regex": "local"}));
     // A typing session: edits and ghost-text requests.
     let mut text = BROKEN.to_owned();
-    let mut at = text.find("    x\n").unwrap() + 5;
-    for (version, ch) in " + 1".chars().enumerate() {
+    let start = text.find("    x\n").unwrap() + 5;
+    for (offset, ch) in " + 1".chars().enumerate() {
+        let at = start + offset;
         let position = end_position(&text[..at]);
         client
             .notify(
                 "textDocument/didChange",
-                json!({"textDocument": {"uri": URI, "version": version + 2},
+                json!({"textDocument": {"uri": URI, "version": offset + 2},
                        "contentChanges": [{"range": {"start": position, "end": position}, "text": ch.to_string()}]}),
             )
             .unwrap();
         text.insert(at, ch);
-        at += 1;
-        let position = end_position(&text[..at]);
+        let position = end_position(&text[..at + 1]);
         client
             .request(
                 "textDocument/inlineCompletion",

@@ -27,6 +27,10 @@ struct Row {
     shown: usize,
     n_prompt: u64,
     n_reused: u64,
+    n_decoded: u64,
+    requests: u64,
+    cache_hits: u64,
+    cpu_ms: u64,
 }
 
 fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<Row> {
@@ -52,6 +56,7 @@ fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<
     client.wait_model_ready(Duration::from_secs(120))?;
     let ready_ms = started.elapsed().as_millis();
     let rss_mib = client.rss_kib().unwrap_or(0) / 1024;
+    let cpu_at_start = cpu_time_ms(client.child.id());
 
     client.notify(
         "textDocument/didOpen",
@@ -83,6 +88,7 @@ fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<
     }
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10))?;
     let counters = &status["result"]["counters"];
+    let cpu_ms = cpu_time_ms(client.child.id()).saturating_sub(cpu_at_start);
     client.shutdown(Duration::from_secs(30))?;
     stop_hog.store(true, Ordering::Relaxed);
     if let Some(hog) = hog {
@@ -97,7 +103,21 @@ fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<
         shown,
         n_prompt: counters["nPrompt"].as_u64().unwrap_or(0),
         n_reused: counters["nReused"].as_u64().unwrap_or(0),
+        n_decoded: counters["nDecoded"].as_u64().unwrap_or(0),
+        requests: counters["requests"].as_u64().unwrap_or(0),
+        cache_hits: counters["cacheHits"].as_u64().unwrap_or(0),
+        cpu_ms,
     })
+}
+
+/// User + system CPU time of a process, from /proc (Linux), in milliseconds.
+fn cpu_time_ms(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    ticks * 10
 }
 
 fn pct(latencies: &[Duration], p: f64) -> f64 {
@@ -111,6 +131,11 @@ fn main() -> anyhow::Result<()> {
         configs.push(("idle, OMP_WAIT_POLICY=passive", vec![("OMP_WAIT_POLICY", "PASSIVE")], false));
         configs.push(("one core busy, OpenMP default", vec![], true));
         configs.push(("one core busy, OMP_WAIT_POLICY=passive", vec![("OMP_WAIT_POLICY", "PASSIVE")], true));
+        configs.push((
+            "idle, no KV reuse and no cache (every request cold)",
+            vec![("SPARK_DISABLE_REUSE", "1")],
+            false,
+        ));
     }
     let mut rows = Vec::new();
     for (label, env, busy) in &configs {
@@ -122,22 +147,39 @@ fn main() -> anyhow::Result<()> {
         TYPED.chars().count()
     );
     println!();
-    println!("| configuration | start → model ready | RSS after load | median | p90 | max | with a suggestion | prompt tokens reused |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| configuration | start → ready | RSS | p50 | p95 | p99 | with a suggestion | no model call | tokens decoded / model call | prompt reused | CPU / keystroke |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut json_rows = Vec::new();
     for row in &rows {
+        let n = row.latencies.len().max(1) as f64;
+        let model_calls = row.requests.max(1) as f64;
         println!(
-            "| {} | {} ms | {} MiB | {:.0} ms | {:.0} ms | {:.0} ms | {} of {} | {:.1}% |",
+            "| {} | {} ms | {} MiB | {:.0} ms | {:.0} ms | {:.0} ms | {} of {} | {:.0}% | {:.1} | {:.1}% | {:.0} ms |",
             row.label,
             row.ready_ms,
             row.rss_mib,
             pct(&row.latencies, 0.5),
-            pct(&row.latencies, 0.9),
-            pct(&row.latencies, 1.0),
+            pct(&row.latencies, 0.95),
+            pct(&row.latencies, 0.99),
             row.shown,
             row.latencies.len(),
-            100.0 * row.n_reused as f64 / row.n_prompt.max(1) as f64
+            100.0 * row.cache_hits as f64 / n,
+            row.n_decoded as f64 / model_calls,
+            100.0 * row.n_reused as f64 / row.n_prompt.max(1) as f64,
+            row.cpu_ms as f64 / n,
         );
+        json_rows.push(serde_json::json!({
+            "configuration": row.label, "readyMs": row.ready_ms, "rssMib": row.rss_mib,
+            "p50Ms": pct(&row.latencies, 0.5), "p95Ms": pct(&row.latencies, 0.95), "p99Ms": pct(&row.latencies, 0.99),
+            "shown": row.shown, "keystrokes": row.latencies.len(), "cacheHits": row.cache_hits,
+            "modelCalls": row.requests, "nDecoded": row.n_decoded, "nPrompt": row.n_prompt, "nReused": row.n_reused,
+            "cpuMs": row.cpu_ms,
+            "latenciesMs": row.latencies.iter().map(|latency| latency.as_secs_f64() * 1000.0).collect::<Vec<_>>(),
+        }));
     }
+    let out = workspace_root().join("target/bench");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(out.join("spark-bench.json"), serde_json::to_string_pretty(&json_rows)?);
     if rows.len() > 1 {
         let base = pct(&rows[0].latencies, 0.5);
         println!();
