@@ -49,3 +49,11 @@ eval: deps model build
 
 remote-bench: deps model build llama-server
 	$(CARGO) run --release -p spark-engine --bin remote-bench
+
+# The soak test for longer than the 60 s it runs in `make test`.
+SPARK_SOAK_SECS ?= 600
+soak: deps model build
+	SPARK_SOAK_SECS=$(SPARK_SOAK_SECS) $(CARGO) test --release -p spark-tests --test soak -- --nocapture
+
+fuzz-smoke:
+	@bash scripts/fuzz-smoke.sh

@@ -266,6 +266,24 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The cut `stop_at` asks for is a character boundary of what was generated; in line mode nothing past
+        /// the first line survives.
+        #[test]
+        fn stop_at_cuts_on_a_boundary(generated in "[a-z😀é \t{}();\n]{0,60}", suffix in "[a-z }\n]{0,20}", indent in "[ \t]{0,6}", max_lines in 1usize..6) {
+            for mode in [StopMode::Line, StopMode::Block, StopMode::Free] {
+                let context = StopContext { mode, indent: &indent, suffix: &suffix, max_lines };
+                if let Some(cut) = stop_at(&generated, &context) {
+                    proptest::prop_assert!(cut <= generated.len() && generated.is_char_boundary(cut));
+                }
+                if let Some(text) = finalize(&generated, &context) {
+                    if mode == StopMode::Line {
+                        proptest::prop_assert!(!text.contains('\n'), "{:?}", text);
+                    }
+                    proptest::prop_assert!(text.lines().count() <= max_lines.max(1) || mode != StopMode::Block);
+                }
+            }
+        }
+
         #[test]
         fn finalize_never_panics_and_never_grows(generated in "\\PC{0,40}(\n\\PC{0,20}){0,4}", suffix in "\\PC{0,10}(\n\\PC{0,10}){0,2}") {
             for context in [line(&suffix), block("  ", &suffix)] {

@@ -157,6 +157,11 @@ impl<M: LanguageModel> Session<M> {
             if request.cancel.is_cancelled() {
                 return Ok(self.finish(String::new(), StopReason::Cancelled, stats, started));
             }
+            // Past the deadline the answer is empty anyway; what was evaluated stays cached, so the next request
+            // goes on from there instead of paying for all of a huge prompt at once.
+            if Instant::now() >= request.deadline {
+                return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
+            }
             let first_pos = self.cached.len();
             if let Err(error) = self.model.decode(chunk, first_pos) {
                 self.reset();

@@ -95,8 +95,14 @@ pub fn list(
     if let Some(function) =
         smallest_capture(&queries.functions, "function", tree.root_node(), source.as_bytes(), start, start)
     {
-        let snapshot =
-            TaskDocument { text: source.clone(), lang, tree: tree.clone(), path: None, version: document.version };
+        let snapshot = TaskDocument {
+            text: source.clone(),
+            lang,
+            tree: tree.clone(),
+            path: None,
+            version: document.version,
+            revision: document.revision,
+        };
         if let Some((_, name)) = tasks::function_at(&snapshot, function.start_byte().max(start)) {
             let data = ActionData {
                 task: TaskKind::Tests.command().into(),
@@ -109,7 +115,14 @@ pub fn list(
             actions.push(action(title, CodeActionKind::REFACTOR_REWRITE, false, None, data, resolve_supported));
         }
     }
-    let snapshot = TaskDocument { text: source, lang, tree: tree.clone(), path: None, version: document.version };
+    let snapshot = TaskDocument {
+        text: source,
+        lang,
+        tree: tree.clone(),
+        path: None,
+        version: document.version,
+        revision: document.revision,
+    };
     if tasks::regex_comment_at(&snapshot, start).is_some() {
         let data = ActionData {
             task: TaskKind::Regex.command().into(),

@@ -103,9 +103,25 @@ pub struct DoctorArgs {
     pub threads: Option<usize>,
 }
 
+/// Handlers tower-lsp runs at once; see `serve_stdio_guarded`.
+const MAX_CONCURRENT_HANDLERS: usize = 1024;
+
+/// LSP over stdio with `spark_lsp::framing`'s guard in front of the transport: a malformed message is
+/// dropped with a warning instead of ending the server (tower-lsp stops reading at the first frame it cannot
+/// decode).
 pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
     let (service, socket) = crate::lsp::service();
-    tower_lsp_server::Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    let (guarded_input, pump_output) = tokio::io::duplex(1 << 20);
+    let pump = tokio::spawn(crate::framing::pump(tokio::io::stdin(), pump_output));
+    // tower-lsp runs at most `concurrency_level` handlers at once (4 by default) and stops reading input while
+    // they are all busy: four ghost-text requests waiting on the model would hold back the `didChange` and
+    // `$/cancelRequest` that make them stale. Requests are cheap to hold; reading input must not stop.
+    tower_lsp_server::Server::new(guarded_input, tokio::io::stdout(), socket)
+        .concurrency_level(MAX_CONCURRENT_HANDLERS)
+        .serve(service)
+        .await;
+    pump.abort();
+    let _ = pump.await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -306,7 +322,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
     engine.wait_ready().await.context("the model is not available")?;
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
-    let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0 };
+    let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0, revision: 0 };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
     let outcome = tasks::run(

@@ -22,11 +22,19 @@ pub struct Change {
 }
 
 pub struct Document {
+    /// The client's version: what edits and diagnostics name.
     pub version: i32,
+    /// Bumped by every applied change, whatever versions the client sends: two snapshots with the same
+    /// revision have the same text, which the client's version alone does not promise (a client whose
+    /// versions go backwards can reuse one).
+    pub revision: u64,
     pub language_id: String,
     pub lang: Option<Lang>,
     pub rope: Rope,
     pub tree: Option<Tree>,
+    /// Set when a full parse ran out of time or the grammar gave up: the document stays plain text until its
+    /// text is replaced wholesale, so that a pathological file costs one abandoned parse, not one per keystroke.
+    pub syntax_gave_up: bool,
 }
 
 /// What applying changes found worth a log line.
@@ -38,8 +46,15 @@ pub struct ChangeReport {
 
 impl Document {
     pub fn new(text: &str, language_id: &str, lang: Option<Lang>, version: i32) -> Document {
-        let mut document =
-            Document { version, language_id: language_id.to_owned(), lang, rope: Rope::from_str(text), tree: None };
+        let mut document = Document {
+            version,
+            revision: 0,
+            language_id: language_id.to_owned(),
+            lang,
+            rope: Rope::from_str(text),
+            tree: None,
+            syntax_gave_up: false,
+        };
         document.reparse(false);
         document
     }
@@ -53,6 +68,7 @@ impl Document {
                 None => {
                     self.rope = Rope::from_str(&change.text);
                     self.tree = None;
+                    self.syntax_gave_up = false;
                     incremental = false;
                 }
                 Some((start, end)) => {
@@ -70,6 +86,7 @@ impl Document {
             }
         }
         self.version = version;
+        self.revision += 1;
         self.reparse(incremental);
         report
     }
@@ -109,11 +126,31 @@ impl Document {
     fn reparse(&mut self, incremental: bool) {
         let Some(lang) = self.lang else { return };
         if self.rope.len_bytes() > MAX_SYNTAX_BYTES {
+            if self.tree.is_some() || !self.syntax_gave_up {
+                tracing::warn!(
+                    bytes = self.rope.len_bytes(),
+                    max = MAX_SYNTAX_BYTES,
+                    "document too large for syntax; treated as plain text"
+                );
+            }
             self.tree = None;
+            self.syntax_gave_up = true;
             return;
         }
         let old_tree = if incremental { self.tree.as_ref() } else { None };
+        if old_tree.is_none() && self.syntax_gave_up {
+            return;
+        }
+        let started = Instant::now();
         self.tree = parse_rope(lang, &self.rope, old_tree);
+        if self.tree.is_none() {
+            self.syntax_gave_up = true;
+            tracing::warn!(
+                bytes = self.rope.len_bytes(),
+                ms = started.elapsed().as_millis() as u64,
+                "parse abandoned (time limit); the document is plain text until it is replaced"
+            );
+        }
     }
 
     pub fn text(&self) -> String {

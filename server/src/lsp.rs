@@ -225,7 +225,7 @@ impl Spark {
                 tracing::warn!(uri = uri.as_str(), "suggestion asked for a document that is not open");
                 return None;
             };
-            if !settings.inline_enabled_for(&document.language_id) {
+            if !settings.inline_enabled_for(&document.language_id) || crate::context::is_secret_path(uri.as_str()) {
                 return None;
             }
             let resolved = document.offset(to_lsp(position), encoding);
@@ -249,7 +249,12 @@ impl Spark {
         let started = Instant::now();
         let remote = self.remote();
         let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
-        let result = generator.generate(prepared.request).await;
+        // A newer keystroke or an edit cancels this request: answer at once instead of waiting for the model
+        // thread to reach it.
+        let result = tokio::select! {
+            result = generator.generate(prepared.request) => result,
+            _ = cancel.cancelled() => return None,
+        };
         let served = result.as_ref().ok().map(|generated| generated.served);
         self.note_remote(generator.take_remote_error(), served).await;
         let result = result.map(|generated| generated.completion);
@@ -266,7 +271,7 @@ impl Spark {
             return None;
         }
         let document = self.documents.get(uri)?;
-        if document.version != prepared.version {
+        if document.version != prepared.version || document.revision != prepared.revision {
             tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was computed");
             return None;
         }
@@ -335,7 +340,7 @@ impl Spark {
         let Some(document) = self.documents.get(uri) else {
             return;
         };
-        if !self.settings().inline_enabled_for(&document.language_id) {
+        if !self.settings().inline_enabled_for(&document.language_id) || crate::context::is_secret_path(uri.as_str()) {
             return;
         }
         let cancel = CancellationToken::new();
@@ -395,7 +400,14 @@ impl Spark {
             let start = document.offset(to_lsp(data.range.start), encoding).byte;
             let end = document.offset(to_lsp(data.range.end), encoding).byte.max(start);
             let path = data.uri.to_file_path().map(|path| path.into_owned());
-            let snapshot = TaskDocument { text: document.text(), lang, tree, path, version: document.version };
+            let snapshot = TaskDocument {
+                text: document.text(),
+                lang,
+                tree,
+                path,
+                version: document.version,
+                revision: document.revision,
+            };
             (snapshot, TaskTarget { range: start..end, message: data.message.clone() })
         };
         let cancel = CancellationToken::new();
@@ -427,9 +439,13 @@ impl Spark {
                 outcome.rejections.last().map(|reason| format!(" (last candidate: {reason})")).unwrap_or_default();
             return Err(format!("{}{reason}", kind.nothing_verified()));
         }
-        let current = self.documents.get(&data.uri).map(|document| document.version).unwrap_or(-1);
-        edit_check::check_version(snapshot.version, current)
-            .map_err(|_| "Spark: the document changed while the edit was computed; ask again".to_owned())?;
+        let current = self.documents.get(&data.uri).map(|document| (document.version, document.revision));
+        let unchanged = current.is_some_and(|(version, revision)| {
+            edit_check::check_version(snapshot.version, version).is_ok() && revision == snapshot.revision
+        });
+        if !unchanged {
+            return Err("Spark: the document changed while the edit was computed; ask again".to_owned());
+        }
         Ok((actions::workspace_edit(&data.uri, snapshot.version, encoding, &outcome), outcome.title))
     }
 

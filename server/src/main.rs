@@ -26,6 +26,9 @@ fn main() -> ExitCode {
             Command::Regex(args) => cli::task(TaskKind::Regex, args).await,
         }
     });
+    // The framing guard keeps a read of stdin in flight on a blocking thread; after `exit` nothing waits for it
+    // (the client may keep stdin open).
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
         Err(error) => {

@@ -182,6 +182,33 @@ mod tests {
         }
     }
 
+    fn arb_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            proptest::sample::select(&["a", "é", "😀", "测", "\n", "\r\n", "\r", " ", "\u{301}"][..]),
+            0..40,
+        )
+        .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest::proptest! {
+        /// Any position a client may send resolves without a panic to a character boundary inside the
+        /// document; positions that name a character boundary come back unclamped.
+        #[test]
+        fn any_position_resolves_to_a_boundary(text in arb_text(), line in 0u32..12, character in 0u32..40, encoding_idx in 0usize..3) {
+            let encoding = [PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32][encoding_idx];
+            let rope = Rope::from_str(&text);
+            let resolved = to_byte(&rope, LspPosition { line, character }, encoding);
+            proptest::prop_assert!(resolved.byte <= text.len());
+            proptest::prop_assert!(text.is_char_boundary(resolved.byte));
+            let back = to_position(&rope, resolved.byte, encoding);
+            if !resolved.clamped {
+                proptest::prop_assert_eq!(back, LspPosition { line, character });
+            }
+            proptest::prop_assert_eq!(to_byte(&rope, back, encoding).byte, resolved.byte);
+        }
+    }
+
     #[test]
     fn negotiation_prefers_utf8_and_defaults_to_utf16() {
         assert_eq!(PositionEncoding::negotiate(&["utf-16".into(), "utf-8".into()]), PositionEncoding::Utf8);

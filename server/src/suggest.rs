@@ -16,6 +16,8 @@ pub struct Prepared {
     pub context: FillContext,
     pub byte: usize,
     pub version: i32,
+    /// The document's revision: identifies the text even when a client's versions go backwards.
+    pub revision: u64,
 }
 
 /// Builds the engine request for a cursor at `byte`.
@@ -48,7 +50,7 @@ pub fn prepare(
         stop_strings: Vec::new(),
         sampling: spark_engine::Sampling::default(),
     };
-    Prepared { request, context, byte, version: document.version }
+    Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
 
 /// A warm-up request: brings the top of the document into the KV cache, generates nothing.

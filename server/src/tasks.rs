@@ -55,6 +55,8 @@ pub struct TaskDocument {
     /// The file on disk, for tasks that touch a sibling file (TypeScript tests).
     pub path: Option<PathBuf>,
     pub version: i32,
+    /// The document store's revision of this text (see `Document::revision`).
+    pub revision: u64,
 }
 
 /// Where the user asked, and what for.
@@ -771,6 +773,7 @@ mod tests {
             tree: edit_check::parse(lang, text).unwrap(),
             path: None,
             version: 1,
+            revision: 0,
         }
     }
 

@@ -2,7 +2,8 @@
 //! the lines it touches. A block suggestion that fails is cut to its longest clean prefix of lines.
 
 use ropey::Rope;
-use spark_grammars::{syntax_errors, tree_sitter::Node};
+use spark_grammars::syntax_errors;
+use spark_grammars::tree_sitter::{InputEdit, Node, Point};
 
 use crate::document::{parse_rope, Document};
 
@@ -25,7 +26,11 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
         let mut new_rope = rope.clone();
         let char_idx = new_rope.byte_to_char(byte);
         new_rope.insert(char_idx, &candidate);
-        let new_tree = parse_rope(lang, &new_rope, None)?;
+        // Incremental: the document's tree, told about the insertion, so that a check costs what the edit
+        // touches and not a parse of the whole file (a large file would hold a handler for the parse limit).
+        let mut old_tree = tree.clone();
+        old_tree.edit(&insertion_edit(rope, &new_rope, byte, candidate.len()));
+        let new_tree = parse_rope(lang, &new_rope, Some(&old_tree))?;
         let new_line_end = line_end(&new_rope, byte + candidate.len());
         let after = errors_in(new_tree.root_node(), line_start, new_line_end);
         // Clean, or no worse than before in both the number and the extent of errors (the user may be in
@@ -39,6 +44,22 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
         if candidate.trim().is_empty() {
             return None;
         }
+    }
+}
+
+/// The tree edit for `inserted` bytes at `byte` of `old`, giving `new`.
+fn insertion_edit(old: &Rope, new: &Rope, byte: usize, inserted: usize) -> InputEdit {
+    let point = |rope: &Rope, byte: usize| {
+        let row = rope.byte_to_line(byte);
+        Point { row, column: byte - rope.line_to_byte(row) }
+    };
+    InputEdit {
+        start_byte: byte,
+        old_end_byte: byte,
+        new_end_byte: byte + inserted,
+        start_position: point(old, byte),
+        old_end_position: point(old, byte),
+        new_end_position: point(new, byte + inserted),
     }
 }
 
