@@ -151,8 +151,8 @@ impl Engine {
         let job = Job { request, queued_at: Instant::now(), reply };
         self.send(Command::Complete(job))?;
         let completion = answer.await.map_err(|_| EngineError::WorkerGone)??;
-        // Only whole answers are worth reusing; one cut short by time or a newer keystroke is not.
-        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline);
+        // An answer cut by the deadline is still whole lines and worth reusing; one cut by a newer keystroke is not.
+        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
         if let (Some(request), true) = (cache_key, whole) {
             self.lock_cache().store(&request, &completion.text);
         }
