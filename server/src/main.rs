@@ -51,10 +51,8 @@ fn prefer_passive_openmp_waits() {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };
-        let error = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env("OMP_WAIT_POLICY", "PASSIVE")
-            .exec();
+        let error =
+            std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("OMP_WAIT_POLICY", "PASSIVE").exec();
         // exec only returns on failure: go on with the default policy.
         eprintln!("spark-lsp: could not re-execute with OMP_WAIT_POLICY=PASSIVE ({error}); continuing");
     }

@@ -132,7 +132,11 @@ fn main() -> anyhow::Result<()> {
         configs.push(("idle, OMP_WAIT_POLICY=active (spinning)", vec![("OMP_WAIT_POLICY", "ACTIVE")], false));
         configs.push(("one core busy, Spark's default (passive waits)", vec![], true));
         configs.push(("one core busy, OMP_WAIT_POLICY=active (spinning)", vec![("OMP_WAIT_POLICY", "ACTIVE")], true));
-        configs.push(("idle, no KV reuse and no cache (every request cold)", vec![("SPARK_DISABLE_REUSE", "1")], false));
+        configs.push((
+            "idle, no KV reuse and no cache (every request cold)",
+            vec![("SPARK_DISABLE_REUSE", "1")],
+            false,
+        ));
     }
     let mut rows = Vec::new();
     for (label, env, busy) in &configs {
