@@ -101,6 +101,42 @@ impl Engine {
         }
     }
 
+    /// An engine whose model is a script (`scripted::ScriptedModel`): for tests of the layers above.
+    pub fn start_scripted(outputs: Vec<String>) -> Engine {
+        let (commands, receiver) = mpsc::channel();
+        let info = Arc::new(ModelInfo {
+            path: PathBuf::from("scripted"),
+            size_bytes: 0,
+            architecture: "scripted".into(),
+            name: "scripted".into(),
+            n_params: 0,
+            n_vocab: 0,
+            n_ctx_train: 1 << 20,
+            n_ctx: 1 << 20,
+            threads: 1,
+            fim: None,
+            has_chat_template: false,
+            load_ms: 0,
+        });
+        let (_state_tx, state) = watch::channel(EngineState::Ready(info));
+        let counters = Arc::new(EngineCounters::default());
+        let thread_counters = counters.clone();
+        let thread = std::thread::Builder::new()
+            .name("spark-scripted-model".into())
+            .spawn(move || {
+                let mut session = Session::new(crate::scripted::ScriptedModel::new(outputs), None);
+                let _ = serve(&mut session, &receiver, &thread_counters);
+            })
+            .expect("spawning the scripted model thread");
+        Engine {
+            commands: Mutex::new(commands),
+            state,
+            counters,
+            cache: Mutex::new(SuggestionCache::new(256)),
+            thread: Mutex::new(Some(thread)),
+        }
+    }
+
     pub fn state(&self) -> EngineState {
         self.state.borrow().clone()
     }

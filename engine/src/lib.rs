@@ -10,6 +10,7 @@ pub mod model_info;
 pub mod postprocess;
 pub mod prompt;
 pub mod remote;
+pub mod scripted;
 pub mod session;
 pub mod suggestion_cache;
 

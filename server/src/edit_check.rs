@@ -190,6 +190,17 @@ pub fn check_rewrite(
 /// file) or when its brackets do not balance the way the original's did.
 fn escapes(source: &str, node_end: usize, candidate: &str, old: &str) -> bool {
     let after = &source[node_end..];
+    // Lines the candidate has beyond the original's that repeat the code right after the node.
+    let following: Vec<&str> =
+        after.split('\n').skip(1).map(str::trim).filter(|line| !line.is_empty()).take(3).collect();
+    let repeats_following = candidate
+        .lines()
+        .skip(old.lines().count())
+        .map(str::trim)
+        .any(|line| !line.is_empty() && following.contains(&line));
+    if repeats_following {
+        return true;
+    }
     let next_line = after.split('\n').skip(1).map(str::trim).find(|line| line.len() > 3);
     if let Some(next_line) = next_line {
         if candidate.lines().any(|line| line.trim() == next_line) && !old.lines().any(|line| line.trim() == next_line) {

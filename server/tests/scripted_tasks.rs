@@ -1,0 +1,106 @@
+//! The tasks against a scripted model: each verifier branch is driven by what the "model" writes, through
+//! the real engine and task code, and no refused candidate is ever offered.
+
+use std::time::Duration;
+
+use spark_engine::Engine;
+use spark_grammars::Lang;
+use spark_lsp::route::Generator;
+use spark_lsp::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use tokio_util::sync::CancellationToken;
+
+fn document(lang: Lang, text: &str) -> TaskDocument {
+    TaskDocument {
+        text: text.to_owned(),
+        lang,
+        tree: lang.parser().parse(text, None).unwrap(),
+        path: None,
+        version: 1,
+        revision: 0,
+    }
+}
+
+fn run(kind: TaskKind, lang: Lang, fixture: &str, outputs: &[&str]) -> TaskOutcome {
+    let at = fixture.find("$0").expect("a $0 cursor");
+    let document = document(lang, &fixture.replace("$0", ""));
+    let engine = Engine::start_scripted(outputs.iter().map(|output| (*output).to_owned()).collect());
+    let budget = TaskBudget { samples: outputs.len(), time: Duration::from_secs(20) };
+    let target = TaskTarget { range: at..at, message: None };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime
+        .block_on(tasks::run(&Generator::local(&engine), kind, &document, &target, budget, &CancellationToken::new()))
+        .unwrap()
+}
+
+const BROKEN: &str = "pub fn f(a: u32) -> u32 {\n    let x = a +$0;\n    x\n}\n";
+
+fn refused(outcome: &TaskOutcome, reason: &str) {
+    assert!(!outcome.verified(), "nothing may be offered: {outcome:?}");
+    assert!(
+        outcome.rejections.iter().any(|rejection| rejection.contains(reason)),
+        "{reason:?} not in {:?}",
+        outcome.rejections
+    );
+}
+
+#[test]
+fn a_fix_that_does_not_parse_is_refused() {
+    refused(&run(TaskKind::Fix, Lang::Rust, BROKEN, &["let x = a + 2 3;"]), "syntax errors");
+}
+
+#[test]
+fn a_fix_that_runs_past_its_node_is_refused() {
+    refused(&run(TaskKind::Fix, Lang::Rust, BROKEN, &["let x = a + 1;\n    x"]), "runs past the node");
+}
+
+#[test]
+fn a_fix_that_deletes_too_much_is_refused() {
+    let fixture = "pub fn f(items: &[u32], discount: u32) -> u32 {\n    let total_amount = compute_total(items, discount) +$0;\n    total_amount\n}\n";
+    refused(&run(TaskKind::Fix, Lang::Rust, fixture, &["let t = 1;"]), "deletes more");
+}
+
+#[test]
+fn a_fix_that_rewrites_too_much_is_refused() {
+    refused(&run(TaskKind::Fix, Lang::Rust, BROKEN, &["if ready { start(a) }"]), "rewrites too much");
+}
+
+#[test]
+fn the_first_good_sample_is_offered_after_bad_ones() {
+    let outcome = run(TaskKind::Fix, Lang::Rust, BROKEN, &["let x = a + 2 3;", "let x = a + 1;"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert_eq!(outcome.samples_tried, 2);
+    assert!(outcome.changes[0].new_text().contains("let x = a + 1;"));
+}
+
+#[test]
+fn a_regex_that_misses_an_example_is_refused_and_one_that_matches_is_offered() {
+    let fixture = "fn f() {\n    // regex: a year, matches 2024, 1999, not 24$0\n}\n";
+    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["\\d{2}$"]), "does not match");
+    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["\\d+$"]), "matches \"24\"");
+    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["(\\d{4}$"]), "does not compile");
+    let outcome = run(TaskKind::Regex, Lang::Rust, fixture, &["\\d{4}$"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains(r#"regex::Regex::new(r"^\d{4}$")"#), "{:?}", outcome.changes[0].insert);
+}
+
+#[test]
+fn ecmascript_regexes_are_checked_in_their_own_dialect() {
+    let fixture = "export function f(s: string) {\n  // regex: after a, matches ab, not cb$0\n  return s;\n}\n";
+    // `(?<=a)b` compiles as ECMAScript (the regex crate would refuse it) but cannot match the whole of "ab";
+    // `.b` also matches "cb"; `ab` is right.
+    let outcome = run(TaskKind::Regex, Lang::TypeScript, fixture, &["(?<=a)b$", ".b$", "ab$"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert_eq!(outcome.rejections, vec!["does not match \"ab\"".to_owned(), "matches \"cb\"".to_owned()]);
+    assert!(outcome.changes[0].insert.contains("const re = /^ab$/;"), "{:?}", outcome.changes[0].insert);
+}
+
+#[test]
+fn tests_without_an_assertion_or_with_the_wrong_arity_are_refused() {
+    let fixture = "pub fn add(a: i32, b: i32) -> i32 {\n    a $0+ b\n}\n";
+    refused(&run(TaskKind::Tests, Lang::Rust, fixture, &["        add(1, 2);"]), "no assertion");
+    refused(&run(TaskKind::Tests, Lang::Rust, fixture, &["        assert_eq!(add(1), 3);"]), "argument");
+    let outcome = run(TaskKind::Tests, Lang::Rust, fixture, &["        assert_eq!(add(1, 2), 3);"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let new_text = outcome.changes[0].new_text();
+    assert!(new_text.contains("#[cfg(test)]\nmod tests {\n    use super::*;"), "{new_text}");
+}
