@@ -116,6 +116,7 @@ impl Engine {
             threads: 1,
             fim: None,
             has_chat_template: false,
+            chat: None,
             load_ms: 0,
         });
         let (_state_tx, state) = watch::channel(EngineState::Ready(info));

@@ -16,7 +16,7 @@ pub mod suggestion_cache;
 
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource};
 pub use error::EngineError;
-pub use model_info::{FimFamily, ModelInfo};
+pub use model_info::{ChatFrame, FimFamily, ModelInfo};
 pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
 };

@@ -56,6 +56,7 @@ pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel
     let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
     let name = model.meta_val_str("general.name").unwrap_or_default();
     let has_chat_template = model.meta_val_str("tokenizer.chat_template").is_ok();
+    let chat = if has_chat_template { chat_frame(&model) } else { None };
     let vocab = model.vocab();
     let fim = fim_template(&vocab, &architecture);
     let info = ModelInfo {
@@ -70,9 +71,21 @@ pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel
         threads,
         fim,
         has_chat_template,
+        chat,
         load_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
     Ok((model, info))
+}
+
+/// Renders the GGUF's chat template around a marker message (with the assistant's turn opened) and splits it.
+fn chat_frame(model: &LlamaModel) -> Option<crate::model_info::ChatFrame> {
+    use llama_cpp_2::model::LlamaChatMessage;
+    // Long enough that the bindings' output buffer (twice the messages' length) fits the template's text.
+    let marker = format!("SPARK{}MESSAGE", "_".repeat(2048));
+    let template = model.chat_template(None).ok()?;
+    let message = LlamaChatMessage::new("user".to_owned(), marker.clone()).ok()?;
+    let rendered = model.apply_chat_template(&template, &[message], true).ok()?;
+    crate::model_info::ChatFrame::from_rendered(&rendered, &marker)
 }
 
 fn fim_template(

@@ -17,10 +17,46 @@ pub struct ModelInfo {
     /// The fill-in template, when the vocabulary has FIM tokens; `None` means prefix-only prompting.
     pub fim: Option<FimTemplate>,
     pub has_chat_template: bool,
+    /// For instruction-tuned models (the GGUF carries a chat template): the template rendered around one user
+    /// message, so task prompts can be framed as the model was trained. `None` for base models.
+    pub chat: Option<ChatFrame>,
     pub load_ms: u64,
 }
 
+/// The text a chat template puts before and after a user message, up to where the assistant's answer begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatFrame {
+    pub before_user: String,
+    pub after_user: String,
+}
+
+impl ChatFrame {
+    /// Splits a template rendered around `marker` into the frame; `None` when the marker is not there verbatim.
+    pub fn from_rendered(rendered: &str, marker: &str) -> Option<ChatFrame> {
+        let at = rendered.find(marker)?;
+        Some(ChatFrame { before_user: rendered[..at].to_owned(), after_user: rendered[at + marker.len()..].to_owned() })
+    }
+
+    /// A prompt with `message` as the user's turn, ending where the assistant's answer starts.
+    pub fn prompt(&self, message: &str) -> String {
+        format!("{}{message}{}", self.before_user, self.after_user)
+    }
+}
+
 /// Model families whose FIM layout and stop tokens differ.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_frame_from_a_rendered_template() {
+        let rendered = "<start_of_turn>user\nMARK<end_of_turn>\n<start_of_turn>model\n";
+        let frame = ChatFrame::from_rendered(rendered, "MARK").unwrap();
+        assert_eq!(frame.prompt("fix it"), "<start_of_turn>user\nfix it<end_of_turn>\n<start_of_turn>model\n");
+        assert_eq!(ChatFrame::from_rendered("no marker here", "MARK"), None);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FimFamily {
     QwenCoder,

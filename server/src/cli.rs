@@ -256,7 +256,12 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),
                 None => println!("fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"),
             }
-            println!("chat template: {}", if info.has_chat_template { "yes" } else { "no" });
+            let kind = match (&info.chat, info.has_chat_template) {
+                (Some(_), _) => "yes: instruction-tuned; task prompts use its chat template",
+                (None, true) => "yes, but it could not be rendered; task prompts are few-shot completions",
+                (None, false) => "no: a base model; task prompts are few-shot completions",
+            };
+            println!("chat template: {kind}");
             println!(
                 "load time:    {} ms (model), {} ms (start to ready)",
                 info.load_ms,

@@ -150,6 +150,8 @@ async fn sample_until<T>(
     let started = Instant::now();
     let mut rejections = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let framed = frame_for_model(generator, prompt);
+    let prompt = framed.as_str();
     for sample_idx in 0..budget.samples.max(1) {
         let left = budget.time.saturating_sub(started.elapsed());
         if left.is_zero() || cancel.is_cancelled() {
@@ -176,7 +178,7 @@ async fn sample_until<T>(
             sampling,
         };
         let generated = generator.generate(request).await?;
-        let candidate = generated.completion.text;
+        let candidate = strip_code_fences(&generated.completion.text);
         if seen.contains(&candidate) {
             continue;
         }
@@ -190,6 +192,32 @@ async fn sample_until<T>(
         seen.push(candidate);
     }
     Ok((None, budget.samples, rejections))
+}
+
+/// Prompts are few-shot completions, what a base model continues. An instruction-tuned model (its GGUF carries
+/// a chat template) gets the same text as its user turn, framed by its own template, with the instruction to
+/// answer with the continuation only.
+fn frame_for_model(generator: &Generator<'_>, prompt: &str) -> String {
+    let chat = match generator.engine.state() {
+        spark_engine::EngineState::Ready(info) => info.chat.clone(),
+        _ => None,
+    };
+    match chat {
+        None => prompt.to_owned(),
+        Some(frame) => frame.prompt(&format!(
+            "Continue the text below exactly where it stops. Answer with the continuation only: no explanation, \
+             no code fences, nothing repeated from the text.\n\n{prompt}"
+        )),
+    }
+}
+
+/// Instruction-tuned models like to wrap code in Markdown fences; the code is what is checked.
+pub fn strip_code_fences(text: &str) -> String {
+    let trimmed = text.trim_start_matches('\n');
+    let Some(rest) = trimmed.strip_prefix("```") else { return text.to_owned() };
+    let body = rest.split_once('\n').map(|(_, body)| body).unwrap_or("");
+    let body = body.trim_end();
+    body.strip_suffix("```").unwrap_or(body).trim_end_matches('\n').to_owned()
 }
 
 fn language_name(lang: Lang) -> &'static str {
@@ -849,6 +877,13 @@ mod tests {
         let arrow = document(Lang::TypeScript, "export const g = (xs: number[]) => xs.length;\n");
         let (range, _) = function_at(&arrow, arrow.text.find("xs.length").unwrap()).unwrap();
         assert_eq!(function_arity(&arrow, range), Some((1, 1)));
+    }
+
+    #[test]
+    fn code_fences_are_stripped() {
+        assert_eq!(strip_code_fences("```rust\nlet x = 1;\n```"), "let x = 1;");
+        assert_eq!(strip_code_fences("```\nlet x = 1;\n"), "let x = 1;");
+        assert_eq!(strip_code_fences("let x = 1;"), "let x = 1;");
     }
 
     #[test]
