@@ -41,8 +41,9 @@ lint:
 test-editors:
 	@if [ -x tests/editors/run.sh ]; then bash tests/editors/run.sh; else echo "no editor tests"; fi
 
-bench: deps model build
+bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
+	$(CARGO) run --release -p spark-engine --bin remote-bench
 
 eval: deps model build
 	$(CARGO) run --release -p spark-tests --bin spark-eval
