@@ -21,8 +21,11 @@ pub struct ActionData {
     /// The document version the action was listed for; `None` from a command typed by hand.
     #[serde(default)]
     pub version: Option<i32>,
-    /// Where: the diagnostic's range, or the cursor.
+    /// Where: the diagnostic's range, or the cursor (`position` is accepted instead, from commands).
+    #[serde(default)]
     pub range: Range,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
     #[serde(default)]
     pub message: Option<String>,
 }
@@ -77,6 +80,7 @@ pub fn list(
             uri: uri.clone(),
             version: Some(document.version),
             range: target_range,
+            position: None,
             message: Some(message.clone()),
         };
         let title = format!("Spark fix: {}", message.lines().next().unwrap_or("").chars().take(60).collect::<String>());
@@ -109,6 +113,7 @@ pub fn list(
                 uri: uri.clone(),
                 version: Some(document.version),
                 range,
+                position: None,
                 message: None,
             };
             let title = format!("Spark: generate tests for `{name}`");
@@ -129,6 +134,7 @@ pub fn list(
             uri: uri.clone(),
             version: Some(document.version),
             range,
+            position: None,
             message: None,
         };
         actions.push(action(

@@ -347,9 +347,14 @@ impl Spark {
         let path = suggest::display_path(uri.as_str());
         let request = suggest::warm_up(&document, Some(&path), suggest::lane_of(uri.as_str()), cancel.clone());
         drop(document);
+        // A warm-up never cancels a real request: it registers only when nothing runs for the document (and a
+        // later request or edit cancels it).
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel)) {
-            previous.cancel();
+        match self.inflight.entry(uri.clone()) {
+            dashmap::Entry::Occupied(_) => return,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel));
+            }
         }
         let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
@@ -397,8 +402,9 @@ impl Spark {
             }
             let lang = document.lang.ok_or("Spark: no grammar for this language")?;
             let tree = document.tree.clone().ok_or("Spark: the document is too large to parse")?;
-            let start = document.offset(to_lsp(data.range.start), encoding).byte;
-            let end = document.offset(to_lsp(data.range.end), encoding).byte.max(start);
+            let range = data.position.map(|position| Range::new(position, position)).unwrap_or(data.range);
+            let start = document.offset(to_lsp(range.start), encoding).byte;
+            let end = document.offset(to_lsp(range.end), encoding).byte.max(start);
             let path = data.uri.to_file_path().map(|path| path.into_owned());
             let snapshot = TaskDocument {
                 text: document.text(),

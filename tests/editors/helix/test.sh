@@ -3,7 +3,8 @@
 #
 # Types in a Rust file, asks for completion (Ctrl-x), checks that Spark's suggestion shows in the completion menu,
 # accepts it (Tab, Enter), saves, and checks that the file changed by exactly one non-empty insertion at the
-# cursor whose first line is what the menu showed.
+# cursor whose first line is what the menu showed; then opens a file with a missing `;`, applies the Spark fix from
+# the code-action menu (`Space a`), saves, and checks that the file changed by exactly the `;`.
 # Environment: HX, HELIX_RUNTIME, SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/), SPARK_SCREENSHOTS.
 set -euo pipefail
 
@@ -120,10 +121,67 @@ assert not shown or shown in menu, f"the menu {menu!r} did not show the inserted
 print(f"inserted at the cursor: {inserted!r}")
 PY
 
+# Spark fix through the code-action menu: a file with a missing `;`, the cursor on that line, `Space a`, the
+# Spark fix entry picked, Enter, `:w`; the file must change by exactly the `;`.
+FIX_FILE=$WS/src/total.rs
+fix_before=$(cat "$FIX_FILE"; echo x)
+fix_before=${fix_before%x}
+tmux_ send-keys -l ':o src/total.rs'
+tmux_ send-keys Enter
+wait_screen 10 'let sum: u32 = prices\.iter\(\)\.sum\(\)'
+tmux_ send-keys -l ':2'
+tmux_ send-keys Enter
+sleep 0.3
+actions=""
+for attempt in 1 2 3 4 5; do
+  tmux_ send-keys Space a
+  deadline=$((SECONDS + 10))
+  until actions=$(screen | grep -E 'Spark fix|Spark: ' || true); echo "$actions" | grep -q 'Spark fix'; do
+    [ $SECONDS -lt $deadline ] || break
+    sleep 0.1
+  done
+  echo "$actions" | grep -q 'Spark fix' && break
+  echo "no Spark fix in the code-action menu (attempt $attempt); asking again"
+  tmux_ send-keys Escape
+  sleep 1
+done
+echo "$actions" | grep -q 'Spark fix' || fail "no Spark fix in the code-action menu"
+echo "code-action menu rows:"
+echo "$actions"
+tmux_ capture-pane -e -p >"$SCRATCH/actions.ansi"
+# The first entry is selected when the menu opens; move down to the Spark fix.
+index=$(echo "$actions" | grep -n 'Spark fix' | head -n1 | cut -d: -f1)
+for _ in $(seq 2 "$index"); do tmux_ send-keys Down; sleep 0.1; done
+tmux_ send-keys Enter
+wait_screen 15 'prices\.iter\(\)\.sum\(\);'
+tmux_ send-keys -l ':w'
+tmux_ send-keys Enter
+deadline=$((SECONDS + 10))
+until grep -q 'prices\.iter()\.sum();' "$FIX_FILE"; do
+  [ $SECONDS -lt $deadline ] || fail "the Spark fix was not saved"
+  sleep 0.1
+done
+sleep 0.3
+fix_after=$(cat "$FIX_FILE"; echo x)
+fix_after=${fix_after%x}
+python3 - "$fix_before" "$fix_after" <<'PY'
+import sys
+before, after = sys.argv[1], sys.argv[2]
+lines = before.split("\n")
+assert lines[1] == "    let sum: u32 = prices.iter().sum()", f"unexpected fixture line 2: {lines[1]!r}"
+lines[1] += ";"
+expected = "\n".join(lines)
+assert after == expected, f"after the Spark fix the file is\n{after}\nexpected\n{expected}"
+print(f"Spark fix applied: {after.split(chr(10))[1]!r}")
+PY
+
 if command -v aha >/dev/null && command -v chromium >/dev/null; then
   mkdir -p "$SCREENSHOTS"
   aha --black --title "Spark in Helix" <"$SCRATCH/menu.ansi" >"$SCRATCH/menu.html"
   timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
     --screenshot="$SCREENSHOTS/helix-completion-menu.png" "file://$SCRATCH/menu.html" >/dev/null 2>&1 || true
+  aha --black --title "Spark fix in Helix" <"$SCRATCH/actions.ansi" >"$SCRATCH/actions.html"
+  timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
+    --screenshot="$SCREENSHOTS/helix-code-actions.png" "file://$SCRATCH/actions.html" >/dev/null 2>&1 || true
 fi
 echo PASS

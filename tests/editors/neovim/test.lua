@@ -2,7 +2,8 @@
 --
 -- Opens a Rust file, types in insert mode, waits for ghost text from the real model, checks that Esc hides it,
 -- brings it back, accepts it with Tab and checks that the buffer changed by exactly the suggestion at the cursor;
--- then checks that Tab falls through when nothing is shown, and that `spark/status` reports a latency.
+-- then checks that Tab falls through when nothing is shown, and that `spark/status` reports a latency; last, applies
+-- the Spark fix for a missing `;` through vim.lsp.buf.code_action() and checks the buffer.
 -- Environment: SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/ holding the fixture),
 -- SPARK_NVIM_EXPECT (major.minor this nvim must be), SPARK_NVIM_BUILTIN (1: vim.lsp.inline_completion, 0: extmarks).
 
@@ -146,6 +147,69 @@ local function wait_for_ghost(what)
   error("no " .. what .. " after 3 attempts", 0)
 end
 
+-- Spark fix through the normal code-action UI: a file with a missing `;`, the cursor on that line,
+-- vim.lsp.buf.code_action() and the Spark fix entry picked in vim.ui.select (as a person would pick it). Neovim
+-- resolves the action (codeAction/resolve) and applies its edit; the buffer must change by exactly the `;`.
+local function apply_spark_fix(scratch)
+  vim.cmd("hide edit " .. vim.fn.fnameescape(scratch .. "/workspace/src/total.rs"))
+  check(vim.bo.filetype == "rust", "total.rs filetype is " .. vim.bo.filetype)
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("spark-lsp to attach to total.rs", 10000, function()
+    return require("spark").client(buf) ~= nil
+  end)
+  local before = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  check(before[2] == "    let sum: u32 = prices.iter().sum()", "unexpected fixture line 2: " .. tostring(before[2]))
+  local expected = vim.deepcopy(before)
+  expected[2] = "    let sum: u32 = prices.iter().sum();"
+  vim.api.nvim_win_set_cursor(0, { 2, 20 })
+
+  local offered = nil
+  local original_select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    offered = {}
+    local chosen = nil
+    for _, item in ipairs(items) do
+      local title = opts.format_item and opts.format_item(item) or tostring(item)
+      table.insert(offered, title)
+      if not chosen and title:find("Spark fix", 1, true) then
+        chosen = item
+      end
+    end
+    log("code actions offered: " .. vim.inspect(offered))
+    on_choice(chosen)
+  end
+  local ok, err = pcall(function()
+    -- The server may still be parsing the file it was just sent: ask again until the list holds the fix.
+    for attempt = 1, 5 do
+      offered = nil
+      vim.lsp.buf.code_action()
+      -- With no action at all Neovim only says "No code actions available" and opens no menu.
+      pcall(wait_for, "the code action menu", 5000, function()
+        return offered ~= nil
+      end)
+      for _, title in ipairs(offered or {}) do
+        if title:find("Spark fix", 1, true) then
+          return
+        end
+      end
+      log(string.format("no Spark fix offered (attempt %d)", attempt))
+      sleep(500)
+    end
+    error("no Spark fix among the code actions: " .. vim.inspect(offered), 0)
+  end)
+  vim.ui.select = original_select
+  check(ok, tostring(err))
+
+  wait_for("the Spark fix to change line 2", 15000, function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] ~= before[2]
+  end)
+  sleep(200)
+  local after = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  check(vim.deep_equal(after, expected), "after the Spark fix the buffer is\n" .. table.concat(after, "\n")
+    .. "\nexpected\n" .. table.concat(expected, "\n"))
+  log("Spark fix applied: " .. vim.inspect(after[2]))
+end
+
 local function run()
   local expect = os.getenv("SPARK_NVIM_EXPECT")
   local version = vim.version()
@@ -257,6 +321,8 @@ local function run()
   check(type(final.lastLatencyMs) == "number" and final.lastLatencyMs >= 0,
     "lastLatencyMs is not a number: " .. vim.inspect(final.lastLatencyMs))
   log(string.format("last latency %d ms", final.lastLatencyMs))
+
+  apply_spark_fix(scratch)
   pass()
 end
 

@@ -3,7 +3,8 @@
 // Opens a Rust file, waits for the Spark status bar item to say the model is ready, types, waits for ghost text
 // (`.ghost-text-decoration`) from the real model, accepts it with Tab, saves, and checks that the file changed by
 // exactly one non-empty insertion at the cursor that starts with the ghost text shown; then that the status bar
-// shows the last latency. Screenshots go to SPARK_SCREENSHOTS.
+// shows the last latency; then applies the Spark fix for a missing `;` from the Ctrl+. menu (`.action-widget`),
+// saves, and checks that the file changed by exactly the `;`. Screenshots go to SPARK_SCREENSHOTS.
 // Environment: SPARK_VSIX, SPARK_NPM_TOOLS (node_modules with code-server and playwright-core), SPARK_LSP_BIN,
 // SCRATCH (with workspace/), SPARK_SCREENSHOTS.
 
@@ -254,6 +255,71 @@ async function run(page) {
     page.locator(".statusbar-item", { hasText: "Spark" }).first().locator(".codicon-zap").count());
   log("Super Fast Mode toggled on");
   await screenshot(page, "super-fast-mode");
+
+  await applySparkFix(page);
+}
+
+// Spark fix through the code-action UI: a file with a missing `;`, the cursor on that line, Ctrl+. and the Spark
+// fix entry of `.action-widget` picked; VS Code resolves the action (codeAction/resolve) and applies its edit.
+// After saving, the file must differ from before by exactly the `;`.
+async function applySparkFix(page) {
+  const fixFile = path.join(workspace, "src", "total.rs");
+  const before = fs.readFileSync(fixFile, "utf8");
+  const lines = before.split("\n");
+  check(lines[1] === "    let sum: u32 = prices.iter().sum()",
+    `unexpected fixture line 2: ${JSON.stringify(lines[1])}`);
+  const expected = [lines[0], `${lines[1]};`, ...lines.slice(2)].join("\n");
+
+  await page.keyboard.press("Control+P");
+  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
+  await page.keyboard.type("total.rs");
+  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('total.rs')", { timeout: 10000 });
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".monaco-editor .view-lines:has-text('prices.iter()')", { timeout: 20000 });
+  log("total.rs open");
+
+  await page.keyboard.press("Control+G");
+  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
+  await page.keyboard.type("2");
+  await sleep(200);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
+  await page.keyboard.press("End");
+
+  // The server may still be parsing the file it was just sent: ask again until the list holds the fix.
+  const fixEntry = page.locator(".action-widget .monaco-list-row", { hasText: "Spark fix" }).first();
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("Control+.");
+    try {
+      await fixEntry.waitFor({ state: "visible", timeout: 10000 });
+      break;
+    } catch (error) {
+      const shown = await page.locator(".action-widget").allTextContents().catch(() => []);
+      if (attempt === 5) {
+        throw new Error(`no Spark fix among the code actions after 5 attempts: ${JSON.stringify(shown)}`);
+      }
+      log(`no Spark fix in the code actions (attempt ${attempt}): ${JSON.stringify(shown)}; asking again`);
+      await page.keyboard.press("Escape");
+      await sleep(1000);
+    }
+  }
+  const rows = await page.locator(".action-widget .monaco-list-row").allTextContents();
+  log(`code actions: ${JSON.stringify(rows)}`);
+  await screenshot(page, "code-actions");
+  await fixEntry.click();
+  await page.waitForSelector(".action-widget", { state: "hidden", timeout: 10000 }).catch(() => {});
+  await waitFor("the Spark fix in the editor", 15000, () =>
+    page.locator(".monaco-editor .view-lines:has-text('prices.iter().sum();')").count());
+  await page.keyboard.press("Control+S");
+  const after = await waitFor("the fixed file to be saved", 10000, () => {
+    const text = fs.readFileSync(fixFile, "utf8");
+    return text !== before ? text : null;
+  });
+  await sleep(300);
+  check(fs.readFileSync(fixFile, "utf8") === after, "total.rs changed again after saving");
+  check(after === expected, `after the Spark fix total.rs is\n${after}\nexpected\n${expected}`);
+  log(`Spark fix applied: ${JSON.stringify(after.split("\n")[1])}`);
+  await screenshot(page, "spark-fix");
 }
 
 // The extension's output channel: spark-lsp's stderr and the language client's messages.
