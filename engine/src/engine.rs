@@ -92,13 +92,7 @@ impl Engine {
             .name("spark-model".into())
             .spawn(move || model_thread(config, receiver, state_tx, thread_counters))
             .expect("spawning the model thread");
-        Engine {
-            commands: Mutex::new(commands),
-            state,
-            counters,
-            cache: Mutex::new(SuggestionCache::new(256)),
-            thread: Mutex::new(Some(thread)),
-        }
+        Engine::assemble(commands, state, counters, thread)
     }
 
     /// An engine whose model is a script (`scripted::ScriptedModel`): for tests of the layers above.
@@ -129,6 +123,15 @@ impl Engine {
                 let _ = serve(&mut session, &receiver, &thread_counters);
             })
             .expect("spawning the scripted model thread");
+        Engine::assemble(commands, state, counters, thread)
+    }
+
+    fn assemble(
+        commands: Sender<Command>,
+        state: watch::Receiver<EngineState>,
+        counters: Arc<EngineCounters>,
+        thread: JoinHandle<()>,
+    ) -> Engine {
         Engine {
             commands: Mutex::new(commands),
             state,
