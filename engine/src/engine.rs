@@ -2,7 +2,7 @@
 //! arrive over a channel with a cancel token and a deadline, and each gets exactly one answer on a oneshot.
 //! Newest wins: before each job the thread drains the queue and answers every superseded job at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,12 +12,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
 use crate::local::{self, LlamaLm};
 use crate::model_info::ModelInfo;
 use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
-use crate::suggestion_cache::SuggestionCache;
+use crate::suggestion_cache::{CacheHit, SuggestionCache};
 
 /// Which model to load and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,19 @@ pub enum EngineState {
     Failed { error: EngineError },
 }
 
+/// How many recent model calls `EngineCounters::recent` keeps.
+pub const RECENT_CAP: usize = 4096;
+
+/// One model call, as a benchmark sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentCall {
+    pub stats: CompletionStats,
+    pub stop: StopReason,
+    pub background: bool,
+    /// Bytes of text the call answered with (after post-processing).
+    pub produced: usize,
+}
+
 /// Totals over the engine's life, for `spark/status` and benchmarks.
 #[derive(Debug, Default)]
 pub struct EngineCounters {
@@ -54,6 +68,8 @@ pub struct EngineCounters {
     pub n_generated: AtomicU64,
     pub cache_hits: AtomicU64,
     pub last: Mutex<Option<CompletionStats>>,
+    /// The most recent model calls (at most `RECENT_CAP`), oldest first: what a benchmark reads medians from.
+    pub recent: Mutex<VecDeque<RecentCall>>,
 }
 
 enum Command {
@@ -75,6 +91,9 @@ pub struct Engine {
     counters: Arc<EngineCounters>,
     cache: Mutex<SuggestionCache>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Parent of every background request's cancel token; replaced (and cancelled) when an interactive request
+    /// goes to the model thread, so a prefetch never delays a keystroke by more than one token or prompt chunk.
+    background: Mutex<CancellationToken>,
 }
 
 impl Engine {
@@ -138,7 +157,14 @@ impl Engine {
             counters,
             cache: Mutex::new(SuggestionCache::new(256)),
             thread: Mutex::new(Some(thread)),
+            background: Mutex::new(CancellationToken::new()),
         }
+    }
+
+    /// A cancel token for a background request (`CompletionRequest::background`): it is cancelled as soon as an
+    /// interactive request needs the model thread.
+    pub fn background_token(&self) -> CancellationToken {
+        self.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).child_token()
     }
 
     pub fn state(&self) -> EngineState {
@@ -178,7 +204,13 @@ impl Engine {
         // Task prompts are sampled several times on purpose: only ghost text is cached.
         let cacheable = request.max_tokens > 0 && !request.raw_prompt && !reuse_disabled();
         if cacheable {
-            let hit = self.lock_cache().lookup(&request);
+            let mut cache = self.lock_cache();
+            let hit = cache.lookup(&request);
+            if let (Some((text, CacheHit::Exact)), false) = (&hit, request.background) {
+                // A prefetched answer shown now: typing along it reuses it like any other.
+                cache.remember_shown(&request, text);
+            }
+            drop(cache);
             if let Some((text, hit)) = hit {
                 self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(?hit, "suggestion from the cache");
@@ -187,6 +219,11 @@ impl Engine {
             }
         }
         let cache_key = cacheable.then(|| request.clone());
+        if !request.background {
+            let fresh = CancellationToken::new();
+            let mut background = self.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            std::mem::replace(&mut *background, fresh).cancel();
+        }
         let (reply, answer) = oneshot::channel();
         let job = Job { request, queued_at: Instant::now(), reply };
         self.send(Command::Complete(job))?;
@@ -194,7 +231,11 @@ impl Engine {
         // An answer cut by the deadline is still whole lines and worth reusing; one cut by a newer keystroke is not.
         let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
         if let (Some(request), true) = (cache_key, whole) {
-            self.lock_cache().store(&request, &completion.text);
+            if request.background {
+                self.lock_cache().store_prefetched(&request, &completion.text);
+            } else {
+                self.lock_cache().store(&request, &completion.text);
+            }
         }
         Ok(completion)
     }
@@ -344,7 +385,7 @@ fn serve<M: crate::session::LanguageModel>(
             }
         };
         if let Ok(completion) = &result {
-            record(counters, completion);
+            record(counters, completion, job.request.background);
         }
         let _ = job.reply.send(result);
     }
@@ -378,11 +419,12 @@ fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
         }
     }
     *queue = kept;
+    // Interactive jobs first, oldest lane first; a background job runs only when nothing else waits.
     if queue.is_empty() {
-        None
-    } else {
-        Some(queue.remove(0))
+        return None;
     }
+    let idx = queue.iter().position(|job| !job.request.background).unwrap_or(0);
+    Some(queue.remove(idx))
 }
 
 fn answer_all(queue: Vec<Job>, error: EngineError) {
@@ -395,7 +437,7 @@ fn empty(stop: StopReason) -> Completion {
     Completion { text: String::new(), stop, stats: CompletionStats::default() }
 }
 
-fn record(counters: &EngineCounters, completion: &Completion) {
+fn record(counters: &EngineCounters, completion: &Completion, background: bool) {
     let stats = completion.stats;
     if completion.stop == StopReason::Cancelled {
         counters.cancelled.fetch_add(1, Ordering::Relaxed);
@@ -404,7 +446,15 @@ fn record(counters: &EngineCounters, completion: &Completion) {
     counters.n_reused.fetch_add(stats.n_reused as u64, Ordering::Relaxed);
     counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
     counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
-    *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
+    if !background {
+        *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
+    }
+    let mut recent = counters.recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if recent.len() >= RECENT_CAP {
+        recent.pop_front();
+    }
+    recent.push_back(RecentCall { stats, stop: completion.stop, background, produced: completion.text.len() });
+    drop(recent);
     tracing::debug!(
         n_prompt = stats.n_prompt,
         n_reused = stats.n_reused,
@@ -412,6 +462,9 @@ fn record(counters: &EngineCounters, completion: &Completion) {
         n_generated = stats.n_generated,
         queue_ms = stats.queue_ms,
         prompt_ms = stats.prompt_ms,
+        first_token_ms = stats.first_token_ms,
+        generate_us = stats.generate_us,
+        background,
         total_ms = stats.total_ms,
         stop = ?completion.stop,
         "completion"
@@ -456,8 +509,58 @@ mod tests {
             raw_prompt: false,
             stop_strings: Vec::new(),
             sampling: crate::session::Sampling::default(),
+            background: false,
         };
         (Job { request, queued_at: Instant::now(), reply }, answer)
+    }
+
+    #[tokio::test]
+    async fn a_prefetched_answer_serves_the_accepted_state_without_a_model_call() {
+        let engine = Engine::start_scripted(vec!["compute(1);".into(), "\nlet y = 2;".into()]);
+        let (mut shown, _) = job(1, "let x = ");
+        shown.request.max_tokens = 32;
+        shown.request.mode = StopMode::Block;
+        let mut accepted_state = shown.request.clone();
+        let shown = engine.complete(shown.request).await.unwrap();
+        assert_eq!(shown.text, "compute(1);");
+        accepted_state.prefix.push_str(&shown.text);
+        let mut prefetch = accepted_state.clone();
+        prefetch.background = true;
+        prefetch.cancel = engine.background_token();
+        engine.complete(prefetch).await.unwrap();
+        let calls = engine.counters().requests.load(Ordering::Relaxed);
+        let answer = engine.complete(accepted_state).await.unwrap();
+        assert_eq!((answer.text.as_str(), answer.stop), ("\nlet y = 2;", StopReason::Cached));
+        assert_eq!(engine.counters().requests.load(Ordering::Relaxed), calls, "no model call");
+        let recent = engine.counters().recent.lock().unwrap().clone();
+        assert_eq!(recent.iter().map(|call| call.background).collect::<Vec<_>>(), [false, true]);
+    }
+
+    #[test]
+    fn interactive_jobs_run_before_background_ones() {
+        let counters = EngineCounters::default();
+        let (mut prefetch, _prefetch_answer) = job(1, "a");
+        prefetch.request.background = true;
+        let (keystroke, _keystroke_answer) = job(2, "b");
+        let mut queue = vec![prefetch, keystroke];
+        assert_eq!(take_newest(&mut queue, &counters).map(|job| job.request.lane), Some(2));
+        assert_eq!(take_newest(&mut queue, &counters).map(|job| job.request.lane), Some(1));
+        assert!(take_newest(&mut queue, &counters).is_none());
+    }
+
+    #[tokio::test]
+    async fn an_interactive_request_cancels_background_work_and_a_prefetch_does_not() {
+        let engine = Engine::start_scripted(vec!["one\n".into(), "two\n".into(), "three\n".into()]);
+        let token = engine.background_token();
+        let (mut prefetch, _) = job(1, "fn a() {");
+        prefetch.request.background = true;
+        prefetch.request.cancel = engine.background_token();
+        let _ = engine.complete(prefetch.request).await;
+        assert!(!token.is_cancelled(), "a background request leaves other background work alone");
+        let (keystroke, _) = job(1, "fn b() {");
+        let _ = engine.complete(keystroke.request).await;
+        assert!(token.is_cancelled(), "an interactive request that reaches the model cancels background work");
+        assert!(!engine.background_token().is_cancelled(), "later background work gets a fresh token");
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod scripted;
 pub mod session;
 pub mod suggestion_cache;
 
-pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource};
+pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource, RecentCall, RECENT_CAP};
 pub use error::EngineError;
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
 pub use remote::{

@@ -59,6 +59,9 @@ pub struct CompletionRequest {
     /// Strings that end generation (cut before them), besides the model's own.
     pub stop_strings: Vec<String>,
     pub sampling: Sampling,
+    /// A prefetch nobody waits for: it runs only when no interactive request is queued, and the engine cancels
+    /// it when one arrives.
+    pub background: bool,
 }
 
 /// Why generation ended.
@@ -85,6 +88,10 @@ pub struct CompletionStats {
     pub n_generated: usize,
     pub queue_ms: u64,
     pub prompt_ms: u64,
+    /// From the start of the request to the first sampled token (prompt evaluation included); 0 when none was.
+    pub first_token_ms: u64,
+    /// Time spent generating (sampling and decoding generated tokens), in microseconds.
+    pub generate_us: u64,
     pub total_ms: u64,
 }
 
@@ -189,6 +196,7 @@ impl<M: LanguageModel> Session<M> {
         self.model.set_sampling(request.sampling);
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
+        let generating = Instant::now();
         let stop = loop {
             if request.cancel.is_cancelled() {
                 break StopReason::Cancelled;
@@ -200,6 +208,9 @@ impl<M: LanguageModel> Session<M> {
                 break StopReason::Deadline;
             }
             let token = self.model.sample();
+            if stats.first_token_ms == 0 {
+                stats.first_token_ms = millis(started.elapsed()).max(1);
+            }
             if self.model.is_end_of_generation(token) {
                 break StopReason::EndOfGeneration;
             }
@@ -224,6 +235,7 @@ impl<M: LanguageModel> Session<M> {
             self.cached.push(token);
             stats.n_generated += 1;
         };
+        stats.generate_us = u64::try_from(generating.elapsed().as_micros()).unwrap_or(u64::MAX);
         if stop == StopReason::Cancelled {
             return Ok(self.finish(String::new(), stop, stats, started));
         }
@@ -383,6 +395,7 @@ mod tests {
             raw_prompt: false,
             stop_strings: Vec::new(),
             sampling: Sampling::default(),
+            background: false,
         }
     }
 

@@ -62,12 +62,25 @@ impl SuggestionCache {
         Some((rest.to_owned(), CacheHit::TypedAhead))
     }
 
-    /// Records an answer the model gave for `request`.
+    /// Records an answer the model gave for `request`, shown to the user: typing along it reuses it.
     pub fn store(&mut self, request: &CompletionRequest, text: &str) {
         if text.trim().is_empty() {
             return;
         }
         self.exact.put(key(request), text.to_owned());
+        self.remember_shown(request, text);
+    }
+
+    /// Records an answer computed ahead of time (a prefetch): found again only by its exact context, so the
+    /// suggestion on screen keeps its typed-ahead reuse.
+    pub fn store_prefetched(&mut self, request: &CompletionRequest, text: &str) {
+        if !text.trim().is_empty() {
+            self.exact.put(key(request), text.to_owned());
+        }
+    }
+
+    /// Makes `text` the lane's shown suggestion, for typed-ahead reuse.
+    pub fn remember_shown(&mut self, request: &CompletionRequest, text: &str) {
         if self.last_by_lane.len() >= MAX_LANES && !self.last_by_lane.contains_key(&request.lane) {
             self.last_by_lane.clear();
         }
@@ -118,6 +131,7 @@ mod tests {
             raw_prompt: false,
             stop_strings: Vec::new(),
             sampling: crate::session::Sampling::default(),
+            background: false,
         }
     }
 
@@ -139,5 +153,19 @@ mod tests {
         assert_eq!(cache.lookup(&request("let x = com", ");\n}")), None);
         // Typing the whole suggestion leaves nothing to show.
         assert_eq!(cache.lookup(&request("let x = compute(1);\nlet y = 2;", "\n}")), None);
+    }
+
+    #[test]
+    fn a_prefetch_is_found_by_its_context_and_keeps_the_shown_suggestion() {
+        let mut cache = SuggestionCache::new(8);
+        cache.store(&request("let x = ", "\n}"), "compute(1);");
+        cache.store_prefetched(&request("let x = compute(1);", "\n}"), "\nlet y = 2;");
+        // Typing along the shown suggestion still works…
+        assert_eq!(cache.lookup(&request("let x = comp", "\n}")), Some(("ute(1);".into(), CacheHit::TypedAhead)));
+        // …and accepting it finds the prefetched continuation.
+        assert_eq!(
+            cache.lookup(&request("let x = compute(1);", "\n}")),
+            Some(("\nlet y = 2;".into(), CacheHit::Exact))
+        );
     }
 }

@@ -175,6 +175,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
         &document,
         resolved.byte,
         Some(&suggest::display_path(&path)),
+        "",
         1,
         &settings,
         CancellationToken::new(),

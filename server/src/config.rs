@@ -16,6 +16,59 @@ pub struct Settings {
     pub inline: InlineSettings,
     /// The optional remote endpoint; off unless `remote.url` is set.
     pub remote: RemoteSettings,
+    pub context: ContextSettings,
+}
+
+/// What a prompt may be made of, besides the current file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ContextSettings {
+    /// Bytes of chunks from other recently opened or edited files at the front of ghost-text prompts; 0: none.
+    pub other_files_bytes: usize,
+    /// Glob patterns of files whose text never reaches a model (no ghost text, no tasks, not used as context),
+    /// besides the built-in secret-looking names (.env, *.pem, id_rsa, …).
+    pub ignore: IgnoreList,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings { other_files_bytes: 1024, ignore: IgnoreList::default() }
+    }
+}
+
+/// Compiled glob patterns, matched against a document's path (`*` also matches `/`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct IgnoreList {
+    patterns: Vec<String>,
+    set: std::sync::Arc<globset::GlobSet>,
+}
+
+impl PartialEq for IgnoreList {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Eq for IgnoreList {}
+
+impl TryFrom<Vec<String>> for IgnoreList {
+    type Error = String;
+
+    fn try_from(patterns: Vec<String>) -> Result<Self, String> {
+        let mut builder = globset::GlobSetBuilder::new();
+        for pattern in &patterns {
+            builder.add(globset::Glob::new(pattern).map_err(|error| format!("context.ignore: {error}"))?);
+        }
+        let set = builder.build().map_err(|error| format!("context.ignore: {error}"))?;
+        Ok(IgnoreList { patterns, set: std::sync::Arc::new(set) })
+    }
+}
+
+impl IgnoreList {
+    pub fn matches(&self, path: &str) -> bool {
+        !self.patterns.is_empty() && self.set.is_match(path)
+    }
 }
 
 /// An OpenAI-compatible endpoint (a hosted service, vLLM, llama.cpp's server) for the heavier tasks.
@@ -94,17 +147,21 @@ pub struct InlineSettings {
     pub route: Route,
     /// Language ids with ghost text; empty means all.
     pub languages: Vec<String>,
+    /// After a suggestion is shown, compute the one for the state where it is accepted (in the background:
+    /// it runs only while the model is idle, and any keystroke cancels it).
+    pub prefetch: bool,
 }
 
 impl Default for InlineSettings {
     fn default() -> Self {
         InlineSettings {
             enabled: true,
-            deadline_ms: 1000,
+            deadline_ms: 240,
             max_tokens: 48,
             max_lines: 8,
             route: Route::Local,
             languages: Vec::new(),
+            prefetch: true,
         }
     }
 }
@@ -126,6 +183,17 @@ impl Settings {
             threads: self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
             n_ctx: self.model.context_size.unwrap_or(4096).clamp(512, 131_072),
         }
+    }
+
+    /// Whether the text of the document at `uri` must never reach a model: a secret-looking file or one the
+    /// ignore list names.
+    pub fn is_excluded(&self, uri: &str) -> bool {
+        if crate::context::is_secret_path(uri) {
+            return true;
+        }
+        let path = uri.split(['?', '#']).next().unwrap_or(uri);
+        let path = path.strip_prefix("file://").unwrap_or(path);
+        self.context.ignore.matches(path)
     }
 
     pub fn inline_enabled_for(&self, language_id: &str) -> bool {
@@ -187,6 +255,21 @@ mod tests {
         assert_eq!(settings.remote.tests, Route::RemoteThenLocal);
         assert_eq!(settings.remote.client_config().api_key_env.as_deref(), Some("MY_KEY"));
         assert!(Settings::from_json(&json!({"inline": {"route": "cloud"}})).is_err());
+    }
+
+    #[test]
+    fn ignore_list_and_secret_names_exclude_files() {
+        let settings =
+            Settings::from_json(&json!({"context": {"ignore": ["**/private/**", "*.sql"], "otherFilesBytes": 0}}))
+                .unwrap();
+        assert_eq!(settings.context.other_files_bytes, 0);
+        assert!(settings.is_excluded("file:///p/private/notes.rs"));
+        assert!(settings.is_excluded("file:///p/db/dump.sql"));
+        assert!(settings.is_excluded("file:///p/.env"));
+        assert!(!settings.is_excluded("file:///p/src/main.rs"));
+        assert!(!Settings::default().is_excluded("file:///p/src/private.rs"));
+        let bad = Settings::from_json(&json!({"context": {"ignore": ["a[b"]}})).unwrap_err();
+        assert!(bad.contains("context.ignore"), "{bad}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct Change {
     pub text: String,
 }
 
+/// Cheap to clone: the rope shares its chunks and the tree its nodes.
+#[derive(Clone)]
 pub struct Document {
     /// The client's version: what edits and diagnostics name.
     pub version: i32,

@@ -22,6 +22,7 @@ use crate::config::Settings;
 use crate::document::{Change, Document};
 use crate::edit_check;
 use crate::position::{self, LspPosition, PositionEncoding};
+use crate::ring::{self, Ring};
 use crate::route::{Generator, Route, Served};
 use crate::suggest;
 use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
@@ -55,15 +56,21 @@ pub struct Spark {
     /// Set after the user was told the remote failed; cleared when it answers again (one notice, not one per
     /// keystroke).
     remote_warned: AtomicBool,
+    /// Recently opened or edited places, for the other-files context of ghost-text prompts.
+    ring: Mutex<Ring<Uri>>,
 }
 
 const NO_LATENCY: u64 = u64::MAX;
+
+/// How long a prefetch may use the model thread when nothing else needs it.
+const PREFETCH_BUDGET: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The service with Spark's custom methods registered.
 pub fn service() -> (LspService<Spark>, tower_lsp_server::ClientSocket) {
     LspService::build(Spark::new)
         .custom_method("textDocument/inlineCompletion", Spark::inline_completion)
         .custom_method("spark/status", Spark::status)
+        .custom_method("spark/recentCalls", Spark::recent_calls)
         .finish()
 }
 
@@ -84,6 +91,7 @@ impl Spark {
             tasks: Mutex::new(Vec::new()),
             remote: RwLock::new(None),
             remote_warned: AtomicBool::new(false),
+            ring: Mutex::new(Ring::default()),
         }
     }
 
@@ -161,6 +169,30 @@ impl Spark {
         Ok(self.status_json())
     }
 
+    /// `spark/recentCalls`: the engine's most recent model calls with their counters and timings, oldest first
+    /// (for benchmarks and for seeing where time goes).
+    pub async fn recent_calls(&self) -> Result<Value> {
+        let Some(engine) = self.engine.get() else {
+            return Ok(json!([]));
+        };
+        let recent = engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        Ok(Value::Array(
+            recent
+                .iter()
+                .map(|call| {
+                    let stats = call.stats;
+                    json!({
+                        "stop": format!("{:?}", call.stop), "background": call.background, "producedBytes": call.produced,
+                        "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
+                        "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
+                        "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
+                        "totalMs": stats.total_ms,
+                    })
+                })
+                .collect(),
+        ))
+    }
+
     fn status_json(&self) -> Value {
         let Some(engine) = self.engine.get() else {
             return json!({"state": "starting", "message": "waiting for initialize", "model": null, "lastLatencyMs": null});
@@ -219,13 +251,18 @@ impl Spark {
         let encoding = self.encoding();
         let cancel = CancellationToken::new();
         let lane = suggest::lane_of(uri.as_str());
+        if settings.is_excluded(uri.as_str()) {
+            return None;
+        }
+        // Read before the document is borrowed: it reads other documents of the store.
+        let extra = self.other_files_context(uri, &settings);
         // Everything read from the document happens before the first await.
         let prepared = {
             let Some(document) = self.documents.get(uri) else {
                 tracing::warn!(uri = uri.as_str(), "suggestion asked for a document that is not open");
                 return None;
             };
-            if !settings.inline_enabled_for(&document.language_id) || crate::context::is_secret_path(uri.as_str()) {
+            if !settings.inline_enabled_for(&document.language_id) {
                 return None;
             }
             let resolved = document.offset(to_lsp(position), encoding);
@@ -238,7 +275,7 @@ impl Spark {
                 );
             }
             let path = suggest::display_path(uri.as_str());
-            suggest::prepare(&document, resolved.byte, Some(&path), lane, &settings.inline, cancel.clone())
+            suggest::prepare(&document, resolved.byte, Some(&path), &extra, lane, &settings.inline, cancel.clone())
         };
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         if let Some((_, previous)) = self.inflight.insert(uri.clone(), (request_id, cancel.clone())) {
@@ -276,6 +313,9 @@ impl Spark {
             return None;
         }
         let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
+        if settings.inline.prefetch && settings.inline.route == Route::Local {
+            self.prefetch_accepted(uri, &document, prepared.byte, &text, &extra, &settings);
+        }
         let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_latency_ms.store(latency, Ordering::Relaxed);
         let position = position::to_position(&document.rope, prepared.byte, encoding);
@@ -290,6 +330,52 @@ impl Spark {
             "suggestion"
         );
         Some(Found { text, position: from_lsp(position), word, word_position: from_lsp(word_position) })
+    }
+
+    /// After a suggestion is shown, computes the one for the state where it is accepted, so that accepting it
+    /// shows the next one from the cache. Low priority: the engine runs it only when no keystroke waits and
+    /// cancels it when one arrives; an edit of the document or a newer request cancels it too.
+    fn prefetch_accepted(
+        &self,
+        uri: &Uri,
+        document: &Document,
+        byte: usize,
+        shown: &str,
+        extra: &str,
+        settings: &Settings,
+    ) {
+        let Some(engine) = self.engine.get().cloned() else {
+            return;
+        };
+        let cancel = engine.background_token();
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        match self.inflight.entry(uri.clone()) {
+            dashmap::Entry::Occupied(_) => return,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel.clone()));
+            }
+        }
+        let mut accepted = document.clone();
+        let shown = shown.to_owned();
+        let extra = extra.to_owned();
+        let path = suggest::display_path(uri.as_str());
+        let lane = suggest::lane_of(uri.as_str());
+        let inline = settings.inline.clone();
+        let handle = tokio::spawn(async move {
+            // The same edit the client makes when the suggestion is accepted (reparsed incrementally).
+            let encoding = PositionEncoding::Utf8;
+            let at = position::to_position(&accepted.rope, byte, encoding);
+            let version = accepted.version;
+            accepted.apply_changes(&[Change { range: Some((at, at)), text: shown.clone() }], encoding, version);
+            let mut request =
+                suggest::prepare(&accepted, byte + shown.len(), Some(&path), &extra, lane, &inline, cancel).request;
+            request.background = true;
+            request.deadline = Instant::now() + PREFETCH_BUDGET;
+            let _ = engine.complete(request).await;
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
     }
 
     fn spawn_status_watcher(&self, engine: Arc<Engine>) {
@@ -333,19 +419,50 @@ impl Spark {
         self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
     }
 
+    /// Chunks of other recently opened or edited documents for the front of a prompt in `uri` (never from
+    /// excluded files), within `context.otherFilesBytes`.
+    fn other_files_context(&self, uri: &Uri, settings: &Settings) -> String {
+        let budget = settings.context.other_files_bytes;
+        if budget == 0 {
+            return String::new();
+        }
+        let comment =
+            self.documents.get(uri).and_then(|document| document.lang).map_or("//", |lang| lang.line_comment());
+        let places = self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).chunks_for(uri);
+        let mut chunks = Vec::new();
+        let mut used = 0;
+        for place in places {
+            if used >= budget || settings.is_excluded(place.key.as_str()) {
+                continue;
+            }
+            let Some(document) = self.documents.get(&place.key) else {
+                continue;
+            };
+            let text = ring::cut(&document, place.start_line, budget - used);
+            used += text.len();
+            chunks.push((suggest::display_path(place.key.as_str()), text));
+        }
+        ring::render(&chunks, comment, budget)
+    }
+
     fn warm_up(&self, uri: &Uri) {
         let Some(engine) = self.engine.get().cloned() else {
             return;
         };
+        let settings = self.settings();
+        if settings.is_excluded(uri.as_str()) {
+            return;
+        }
+        let extra = self.other_files_context(uri, &settings);
         let Some(document) = self.documents.get(uri) else {
             return;
         };
-        if !self.settings().inline_enabled_for(&document.language_id) || crate::context::is_secret_path(uri.as_str()) {
+        if !settings.inline_enabled_for(&document.language_id) {
             return;
         }
-        let cancel = CancellationToken::new();
+        let cancel = engine.background_token();
         let path = suggest::display_path(uri.as_str());
-        let request = suggest::warm_up(&document, Some(&path), suggest::lane_of(uri.as_str()), cancel.clone());
+        let request = suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri.as_str()), cancel.clone());
         drop(document);
         // A warm-up never cancels a real request: it registers only when nothing runs for the document (and a
         // later request or edit cancels it).
@@ -387,6 +504,11 @@ impl Spark {
     /// Runs a task for an action or command, to a verified edit or a message saying why there is none.
     async fn run_task(&self, data: &ActionData) -> std::result::Result<(WorkspaceEdit, String), String> {
         let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
+        if self.settings().is_excluded(data.uri.as_str()) {
+            return Err(
+                "Spark: this file is excluded from model context (a secret-looking name or context.ignore)".into()
+            );
+        }
         let engine = self.engine.get().cloned().ok_or("Spark is not initialized")?;
         match engine.state() {
             EngineState::Ready(_) => {}
@@ -588,6 +710,7 @@ impl LanguageServer for Spark {
             .or_else(|| spark_grammars::Lang::from_path(std::path::Path::new(item.uri.path().as_str())));
         let document = Document::new(&item.text, &item.language_id, lang, item.version);
         self.documents.insert(item.uri.clone(), document);
+        self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).touch(&item.uri, 0);
         self.schedule_diagnostics(&item.uri);
         self.warm_up(&item.uri);
     }
@@ -604,6 +727,7 @@ impl LanguageServer for Spark {
                 text: change.text,
             })
             .collect();
+        let edited_line = changes.first().and_then(|change| change.range).map(|(start, _)| start.line as usize);
         {
             let Some(mut document) = self.documents.get_mut(&uri) else {
                 tracing::warn!(uri = uri.as_str(), "didChange for a document that is not open; ignored");
@@ -627,6 +751,9 @@ impl LanguageServer for Spark {
                 );
             }
         }
+        if let Some(line) = edited_line {
+            self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).touch(&uri, line);
+        }
         // Writes win: whatever was being computed for the old text is stale now.
         self.cancel_inflight(&uri);
         self.schedule_diagnostics(&uri);
@@ -639,6 +766,7 @@ impl LanguageServer for Spark {
             task.abort();
         }
         self.documents.remove(&uri);
+        self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).forget(&uri);
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 
@@ -699,6 +827,10 @@ impl LanguageServer for Spark {
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let encoding = self.encoding();
         let resolve = self.resolve_supported.load(Ordering::Relaxed);
+        // A file whose text must not reach a model gets no model actions.
+        if self.settings().is_excluded(params.text_document.uri.as_str()) {
+            return Ok(None);
+        }
         let Some(document) = self.documents.get(&params.text_document.uri) else { return Ok(None) };
         // Diagnostics of other servers are fix targets too; Spark's own are found again from the tree.
         let diagnostics: Vec<Diagnostic> = params

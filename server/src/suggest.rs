@@ -20,11 +20,12 @@ pub struct Prepared {
     pub revision: u64,
 }
 
-/// Builds the engine request for a cursor at `byte`.
+/// Builds the engine request for a cursor at `byte`; `extra` (chunks of other files, `ring::render`) goes first.
 pub fn prepare(
     document: &Document,
     byte: usize,
     path: Option<&str>,
+    extra: &str,
     lane: u64,
     settings: &InlineSettings,
     cancel: CancellationToken,
@@ -37,7 +38,7 @@ pub fn prepare(
     };
     let request = CompletionRequest {
         lane,
-        header: context.header.clone(),
+        header: format!("{extra}{}", context.header),
         prefix: context.prefix.clone(),
         suffix: context.suffix.clone(),
         mode: context.mode,
@@ -49,12 +50,19 @@ pub fn prepare(
         raw_prompt: false,
         stop_strings: Vec::new(),
         sampling: spark_engine::Sampling::default(),
+        background: false,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
 
 /// A warm-up request: brings the top of the document into the KV cache, generates nothing.
-pub fn warm_up(document: &Document, path: Option<&str>, lane: u64, cancel: CancellationToken) -> CompletionRequest {
+pub fn warm_up(
+    document: &Document,
+    path: Option<&str>,
+    extra: &str,
+    lane: u64,
+    cancel: CancellationToken,
+) -> CompletionRequest {
     let rope = &document.rope;
     let budget = Budget::default();
     let end_line = budget.prefix_lines.min(rope.len_lines().saturating_sub(1));
@@ -63,7 +71,7 @@ pub fn warm_up(document: &Document, path: Option<&str>, lane: u64, cancel: Cance
     let context = context::gather(document, end, path, &budget);
     CompletionRequest {
         lane,
-        header: context.header,
+        header: format!("{extra}{}", context.header),
         prefix: context.prefix,
         suffix: String::new(),
         mode: StopMode::Block,
@@ -75,6 +83,8 @@ pub fn warm_up(document: &Document, path: Option<&str>, lane: u64, cancel: Cance
         raw_prompt: false,
         stop_strings: Vec::new(),
         sampling: spark_engine::Sampling::default(),
+        // Nobody waits for it: a keystroke anywhere takes the model first (what was evaluated stays cached).
+        background: true,
     }
 }
 

@@ -176,6 +176,7 @@ async fn sample_until<T>(
             raw_prompt: true,
             stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
             sampling,
+            background: false,
         };
         let generated = generator.generate(request).await?;
         let candidate = strip_code_fences(&generated.completion.text);

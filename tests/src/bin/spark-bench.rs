@@ -1,45 +1,250 @@
-//! Keystroke → ghost-text latency over stdio against the real binary and model, printed as a table.
+//! `spark-bench`: keystroke → ghost-text latency over stdio against the real binary and the default model.
 //!
-//! Replays typing into a Rust file: one incremental didChange per character, then an inlineCompletion
-//! request at the cursor, waiting for each answer before the next keystroke (the editor's worst case).
-//! Each configuration runs in the same invocation, side by side: idle and with one core taken by another
-//! process (an editor runs beside rust-analyzer and cargo), and with OpenMP's spinning (active) and passive
-//! wait policies (spark-lsp itself defaults to passive).
+//! It drives spark-lsp like an editor: it opens source files of this repository (Rust and TypeScript), removes
+//! the body of one function from each and types it back character by character, sending an incremental
+//! didChange and a `textDocument/inlineCompletion` request per keystroke. When a suggestion matches what is
+//! about to be typed it accepts it (the whole suggestion or its matching complete lines), as a user pressing Tab.
+//!
+//! Paces, each a row of the table, all in one run:
+//! - typing at a set rate (default 15 chars/s); a request still open at the next keystroke is cancelled with
+//!   `$/cancelRequest`, as VS Code does; its latency is the time to its (cancelled) answer;
+//! - waiting for each answer before typing on (the editor's worst case: nothing hides a slow answer);
+//! - bursts (100 chars/s within a word, 400 ms pauses at spaces and line ends).
+//!
+//! The same paces run with KV-cache reuse and every cache off (`SPARK_DISABLE_REUSE=1`: every request from a
+//! cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
+//! Writes target/bench/spark-bench.json and target/bench/latency.png (latency CDF per row).
+//!
+//! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
+//! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
+//! waits).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use spark_tests::{end_position, workspace_root, LspClient};
 
-const URI: &str = "file:///bench/src/inventory.rs";
-const TYPED: &str = "let stock = self.items.get(name).copied();";
+/// A function body to type back: `anchor` names the line after which the body starts.
+struct Source {
+    path: &'static str,
+    language_id: &'static str,
+    anchor: &'static str,
+}
 
-/// A configuration: its label, the server's extra environment, and whether a core is kept busy.
-type Config = (&'static str, Vec<(&'static str, &'static str)>, bool);
+const SOURCES: &[Source] = &[
+    Source { path: "server/src/suggest.rs", language_id: "rust", anchor: "pub fn word_start(" },
+    Source { path: "editors/vscode/src/extension.ts", language_id: "typescript", anchor: "function expandPath(" },
+];
+
+/// One file of the replay: the document without the body, where the body goes, and the body.
+struct Script {
+    uri: String,
+    language_id: &'static str,
+    text: String,
+    at: usize,
+    typed: String,
+}
+
+fn scripts(max_chars: usize) -> anyhow::Result<Vec<Script>> {
+    let mut scripts = Vec::new();
+    for source in SOURCES {
+        let text = std::fs::read_to_string(workspace_root().join(source.path))?;
+        let anchor =
+            text.find(source.anchor).with_context(|| format!("{}: no line with {}", source.path, source.anchor))?;
+        let body_start = anchor + text[anchor..].find('\n').context("anchor line ends")? + 1;
+        // The body: whole lines up to the function's closing brace at column 0, at most `max_chars`.
+        let mut body_end = body_start;
+        for line in text[body_start..].split_inclusive('\n') {
+            if line.starts_with('}') || body_end - body_start + line.len() > max_chars {
+                break;
+            }
+            body_end += line.len();
+        }
+        if body_end == body_start {
+            bail!(
+                "{}: the body after {} is empty or longer than {max_chars} characters per line",
+                source.path,
+                source.anchor
+            );
+        }
+        let typed = text[body_start..body_end].to_owned();
+        let text = format!("{}{}", &text[..body_start], &text[body_end..]);
+        scripts.push(Script {
+            uri: format!("file:///bench/{}", source.path),
+            language_id: source.language_id,
+            text,
+            at: body_start,
+            typed,
+        });
+    }
+    Ok(scripts)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pace {
+    Rate(f64),
+    Wait,
+    Burst,
+}
+
+impl Pace {
+    fn label(self) -> String {
+        match self {
+            Pace::Rate(rate) => format!("typing {rate:.0} chars/s"),
+            Pace::Wait => "waiting for each answer".into(),
+            Pace::Burst => "bursts (100 chars/s, 400 ms pauses)".into(),
+        }
+    }
+
+    /// When the next keystroke may go, after one that typed `previous`.
+    fn gap(self, previous: Option<char>) -> Duration {
+        match self {
+            Pace::Rate(rate) => Duration::from_secs_f64(1.0 / rate),
+            Pace::Wait => Duration::ZERO,
+            Pace::Burst if previous.is_some_and(char::is_whitespace) => Duration::from_millis(400),
+            Pace::Burst => Duration::from_millis(10),
+        }
+    }
+}
+
+struct RowConfig {
+    label: String,
+    env: Vec<(&'static str, &'static str)>,
+    pace: Pace,
+    busy_core: bool,
+}
+
+/// One keystroke (or acceptance) and its request.
+struct Event {
+    id: i64,
+    sent: Instant,
+    answered: Option<Instant>,
+    cancelled: bool,
+    shown: bool,
+}
 
 struct Row {
     label: String,
     ready_ms: u128,
     rss_mib: u64,
-    latencies: Vec<Duration>,
-    shown: usize,
-    n_prompt: u64,
-    n_reused: u64,
-    n_decoded: u64,
-    requests: u64,
+    events: Vec<Event>,
+    typed_chars: usize,
+    accepted_chars: usize,
+    accepts: usize,
     cache_hits: u64,
+    requests: u64,
+    calls: Vec<Value>,
     cpu_ms: u64,
 }
 
-fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<Row> {
-    let text = std::fs::read_to_string(workspace_root().join("tests/fixtures/inventory.rs"))?;
-    let mut at = text.find("$0").unwrap();
-    let mut text = text.replace("$0", "");
+impl Row {
+    fn latencies_ms(&self) -> Vec<f64> {
+        let mut latencies: Vec<f64> = self
+            .events
+            .iter()
+            .filter_map(|event| event.answered.map(|answered| (answered - event.sent).as_secs_f64() * 1000.0))
+            .collect();
+        latencies.sort_by(f64::total_cmp);
+        latencies
+    }
 
+    fn interactive_calls(&self) -> impl Iterator<Item = &Value> {
+        self.calls.iter().filter(|call| call["background"] == false && call["stop"] != "WarmedUp")
+    }
+}
+
+/// The editor side of one row: the document state, the open request and the log of events.
+struct Typist<'a> {
+    client: &'a mut LspClient,
+    uri: String,
+    text: String,
+    at: usize,
+    version: i32,
+    events: Vec<Event>,
+    /// Index in `events` of the request for the current text, while it is open or after it was answered.
+    current: Option<usize>,
+    suggestion: Option<String>,
+}
+
+impl Typist<'_> {
+    fn edit(&mut self, inserted: &str) -> anyhow::Result<()> {
+        let position = end_position(&self.text[..self.at]);
+        self.version += 1;
+        self.client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": self.uri, "version": self.version},
+                   "contentChanges": [{"range": {"start": position, "end": position}, "text": inserted}]}),
+        )?;
+        self.text.insert_str(self.at, inserted);
+        self.at += inserted.len();
+        self.suggestion = None;
+        Ok(())
+    }
+
+    /// Cancels the open request (VS Code cancels the previous trigger's token), then asks at the cursor.
+    fn request(&mut self) -> anyhow::Result<()> {
+        if let Some(open) = self.current.map(|idx| &mut self.events[idx]).filter(|event| event.answered.is_none()) {
+            open.cancelled = true;
+            let id = open.id;
+            self.client.notify("$/cancelRequest", json!({"id": id}))?;
+        }
+        let id = self.client.send_request(
+            "textDocument/inlineCompletion",
+            json!({"textDocument": {"uri": self.uri}, "position": end_position(&self.text[..self.at]),
+                   "context": {"triggerKind": 2}}),
+        )?;
+        self.events.push(Event { id, sent: Instant::now(), answered: None, cancelled: false, shown: false });
+        self.current = Some(self.events.len() - 1);
+        Ok(())
+    }
+
+    /// Takes in the responses that arrive until `until`.
+    fn receive(&mut self, until: Instant) -> anyhow::Result<()> {
+        for (arrived, response) in self.client.receive_until(until)? {
+            let Some(idx) = self.events.iter().position(|event| response["id"] == json!(event.id)) else {
+                continue;
+            };
+            let text = response["result"]["items"][0]["insertText"].as_str().map(str::to_owned);
+            let event = &mut self.events[idx];
+            event.answered = Some(arrived);
+            event.shown = text.is_some();
+            if Some(idx) == self.current {
+                self.suggestion = text;
+            }
+        }
+        Ok(())
+    }
+
+    fn current_answered(&self) -> bool {
+        self.current.is_none_or(|idx| self.events[idx].answered.is_some())
+    }
+}
+
+/// How much of `suggestion` to accept when `rest` is what the user is about to type: all of it when it matches,
+/// else its longest matching prefix of complete lines; nothing under two characters.
+fn accept_len(suggestion: &str, rest: &str) -> usize {
+    if rest.starts_with(suggestion) {
+        return if suggestion.len() >= 2 { suggestion.len() } else { 0 };
+    }
+    let mut best = 0;
+    for (idx, _) in suggestion.match_indices('\n') {
+        if rest.starts_with(&suggestion[..=idx]) {
+            best = idx + 1;
+        }
+    }
+    if best >= 2 {
+        best
+    } else {
+        0
+    }
+}
+
+fn replay(config: &RowConfig, scripts: &[Script]) -> anyhow::Result<Row> {
     let stop_hog = Arc::new(AtomicBool::new(false));
-    let hog = busy_core.then(|| {
+    let hog = config.busy_core.then(|| {
         let stop = stop_hog.clone();
         std::thread::spawn(move || {
             let mut x = 0u64;
@@ -50,62 +255,106 @@ fn replay(label: &str, env: &[(&str, &str)], busy_core: bool) -> anyhow::Result<
         })
     });
 
-    let mut client = LspClient::start(env, None)?;
+    let mut client = LspClient::start(&config.env, None)?;
     let started = Instant::now();
-    client.initialize(json!({"inline": {"deadlineMs": 1000}}))?;
+    client.initialize(json!({}))?;
     client.wait_model_ready(Duration::from_secs(120))?;
     let ready_ms = started.elapsed().as_millis();
     let rss_mib = client.rss_kib().unwrap_or(0) / 1024;
     let cpu_at_start = cpu_time_ms(client.child.id());
-
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": URI, "languageId": "rust", "version": 1, "text": text}}),
-    )?;
-    let mut latencies = Vec::new();
-    let mut shown = 0;
-    let mut version = 1;
-    for ch in TYPED.chars() {
-        let position = end_position(&text[..at]);
-        version += 1;
+    for script in scripts {
         client.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": URI, "version": version},
-                   "contentChanges": [{"range": {"start": position, "end": position}, "text": ch.to_string()}]}),
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": script.uri, "languageId": script.language_id, "version": 1,
+                                    "text": script.text}}),
         )?;
-        text.insert(at, ch);
-        at += ch.len_utf8();
-        let sent = Instant::now();
-        let response = client.request(
-            "textDocument/inlineCompletion",
-            json!({"textDocument": {"uri": URI}, "position": end_position(&text[..at]), "context": {"triggerKind": 2}}),
-            Duration::from_secs(60),
-        )?;
-        latencies.push(sent.elapsed());
-        if response["result"]["items"].as_array().is_some_and(|items| !items.is_empty()) {
-            shown += 1;
+    }
+    // Let the warm-ups of the opened files finish, as they would while the user reads the file.
+    client.receive_until(Instant::now() + Duration::from_secs(3))?;
+
+    let mut events = Vec::new();
+    let (mut typed_chars, mut accepted_chars, mut accepts) = (0, 0, 0);
+    for script in scripts {
+        let mut typist = Typist {
+            client: &mut client,
+            uri: script.uri.clone(),
+            text: script.text.clone(),
+            at: script.at,
+            version: 1,
+            events: Vec::new(),
+            current: None,
+            suggestion: None,
+        };
+        let mut done = 0;
+        while done < script.typed.len() {
+            let rest = &script.typed[done..];
+            let accept = typist.suggestion.as_deref().map_or(0, |suggestion| accept_len(suggestion, rest));
+            let previous = if accept > 0 {
+                typist.edit(&rest[..accept])?;
+                done += accept;
+                accepted_chars += accept;
+                accepts += 1;
+                rest[..accept].chars().last()
+            } else {
+                let ch = rest.chars().next().expect("rest is not empty");
+                typist.edit(&ch.to_string())?;
+                done += ch.len_utf8();
+                typed_chars += 1;
+                Some(ch)
+            };
+            typist.request()?;
+            match config.pace {
+                Pace::Wait => {
+                    while !typist.current_answered() {
+                        typist.receive(Instant::now() + Duration::from_millis(50))?;
+                    }
+                }
+                pace => typist.receive(Instant::now() + pace.gap(previous))?,
+            }
+        }
+        // The last request's answer, before the next file.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !typist.current_answered() && Instant::now() < deadline {
+            typist.receive(Instant::now() + Duration::from_millis(50))?;
+        }
+        if !typist.current_answered() {
+            bail!("the last request in {} was not answered within 30 s", script.uri);
+        }
+        events.append(&mut typist.events);
+    }
+    // Every request got its answer (a cancelled one too): nothing is left open.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while events.iter().any(|event: &Event| event.answered.is_none()) && Instant::now() < deadline {
+        for (arrived, response) in client.receive_until(Instant::now() + Duration::from_millis(50))? {
+            if let Some(event) = events.iter_mut().find(|event| response["id"] == json!(event.id)) {
+                event.answered = Some(arrived);
+            }
         }
     }
+    let unanswered = events.iter().filter(|event| event.answered.is_none()).count();
+    if unanswered > 0 {
+        bail!("{unanswered} requests were never answered");
+    }
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10))?;
-    let counters = &status["result"]["counters"];
+    let calls = client.request("spark/recentCalls", Value::Null, Duration::from_secs(10))?;
     let cpu_ms = cpu_time_ms(client.child.id()).saturating_sub(cpu_at_start);
     client.shutdown(Duration::from_secs(30))?;
     stop_hog.store(true, Ordering::Relaxed);
     if let Some(hog) = hog {
         let _ = hog.join();
     }
-    latencies.sort();
+    let counters = &status["result"]["counters"];
     Ok(Row {
-        label: label.to_owned(),
+        label: config.label.clone(),
         ready_ms,
         rss_mib,
-        latencies,
-        shown,
-        n_prompt: counters["nPrompt"].as_u64().unwrap_or(0),
-        n_reused: counters["nReused"].as_u64().unwrap_or(0),
-        n_decoded: counters["nDecoded"].as_u64().unwrap_or(0),
-        requests: counters["requests"].as_u64().unwrap_or(0),
+        events,
+        typed_chars,
+        accepted_chars,
+        accepts,
         cache_hits: counters["cacheHits"].as_u64().unwrap_or(0),
+        requests: counters["requests"].as_u64().unwrap_or(0),
+        calls: calls["result"].as_array().cloned().unwrap_or_default(),
         cpu_ms,
     })
 }
@@ -120,73 +369,204 @@ fn cpu_time_ms(pid: u32) -> u64 {
     ticks * 10
 }
 
-fn pct(latencies: &[Duration], p: f64) -> f64 {
-    latencies[((latencies.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn median_of(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    pct(&values, 0.5)
+}
+
+/// The figures of one row, as printed and written to JSON.
+struct Figures {
+    p50: f64,
+    p95: f64,
+    p99: f64,
+    keystrokes: usize,
+    cancelled: usize,
+    shown: usize,
+    no_model_call: f64,
+    decoded_median: f64,
+    tokens_per_s: f64,
+    first_token_ms: f64,
+    cpu_per_keystroke: f64,
+}
+
+fn figures(row: &Row) -> Figures {
+    let latencies = row.latencies_ms();
+    let keystrokes = row.events.len();
+    let calls: Vec<&Value> = row.interactive_calls().collect();
+    let generated: u64 = calls.iter().filter_map(|call| call["nGenerated"].as_u64()).sum();
+    let generate_us: u64 = calls.iter().filter_map(|call| call["generateUs"].as_u64()).sum();
+    let first_tokens: Vec<f64> =
+        calls.iter().filter_map(|call| call["firstTokenMs"].as_f64()).filter(|ms| *ms > 0.0).collect();
+    Figures {
+        p50: pct(&latencies, 0.5),
+        p95: pct(&latencies, 0.95),
+        p99: pct(&latencies, 0.99),
+        keystrokes,
+        cancelled: row.events.iter().filter(|event| event.cancelled).count(),
+        shown: row.events.iter().filter(|event| event.shown).count(),
+        no_model_call: 100.0 * row.cache_hits as f64 / keystrokes.max(1) as f64,
+        decoded_median: median_of(calls.iter().filter_map(|call| call["nDecoded"].as_f64()).collect()),
+        tokens_per_s: if generate_us == 0 { f64::NAN } else { generated as f64 / (generate_us as f64 / 1e6) },
+        first_token_ms: median_of(first_tokens),
+        cpu_per_keystroke: row.cpu_ms as f64 / keystrokes.max(1) as f64,
+    }
+}
+
+fn plot(rows: &[Row], path: &std::path::Path) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    let font = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    ]
+    .iter()
+    .find_map(|candidate| std::fs::read(candidate).ok())
+    .context("no DejaVu or Liberation font for the plot's labels (apt-get install fonts-dejavu-core)")?;
+    plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()))
+        .map_err(|_| anyhow::anyhow!("the font could not be read"))?;
+    let max_ms = rows.iter().flat_map(|row| row.latencies_ms().last().copied()).fold(10.0, f64::max);
+    let root = BitMapBackend::new(path, (1100, 650)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("spark-bench: keystroke → ghost text latency (CDF)", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(55)
+        .build_cartesian_2d((0.5f64..max_ms * 1.2).log_scale(), 0f64..100f64)?;
+    chart.configure_mesh().x_desc("latency (ms, log scale)").y_desc("% of keystrokes answered").draw()?;
+    for (idx, row) in rows.iter().enumerate() {
+        let latencies = row.latencies_ms();
+        let n = latencies.len().max(1) as f64;
+        let color = Palette99::pick(idx).to_rgba();
+        let points = latencies.iter().enumerate().map(|(i, ms)| (ms.max(0.5), 100.0 * (i + 1) as f64 / n));
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(row.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
-    let only_default = std::env::args().any(|arg| arg == "--quick");
-    // spark-lsp runs with OMP_WAIT_POLICY=PASSIVE unless the environment sets it: the first row is its default.
-    let mut configs: Vec<Config> = vec![("idle, Spark's default (passive waits)", vec![], false)];
-    if !only_default {
-        configs.push(("idle, OMP_WAIT_POLICY=active (spinning)", vec![("OMP_WAIT_POLICY", "ACTIVE")], false));
-        configs.push(("one core busy, Spark's default (passive waits)", vec![], true));
-        configs.push(("one core busy, OMP_WAIT_POLICY=active (spinning)", vec![("OMP_WAIT_POLICY", "ACTIVE")], true));
-        configs.push((
-            "idle, no KV reuse and no cache (every request cold)",
-            vec![("SPARK_DISABLE_REUSE", "1")],
-            false,
+    let args: Vec<String> = std::env::args().collect();
+    let flag_value = |name: &str| args.iter().position(|arg| arg == name).and_then(|idx| args.get(idx + 1));
+    let quick = args.iter().any(|arg| arg == "--quick");
+    let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);
+    let max_chars: usize = flag_value("--chars").map(|value| value.parse()).transpose()?.unwrap_or(110);
+    let scripts = scripts(max_chars)?;
+
+    let no_reuse = vec![("SPARK_DISABLE_REUSE", "1")];
+    let row = |label: &str, env: Vec<(&'static str, &'static str)>, pace: Pace, busy_core: bool| RowConfig {
+        label: format!("{label}, {}", pace.label()),
+        env,
+        pace,
+        busy_core,
+    };
+    let mut configs = vec![row("Spark", vec![], Pace::Rate(rate), false), row("Spark", vec![], Pace::Wait, false)];
+    if !quick {
+        configs.push(row("Spark", vec![], Pace::Burst, false));
+        configs.push(row("no reuse", no_reuse.clone(), Pace::Rate(rate), false));
+        configs.push(row("no reuse", no_reuse.clone(), Pace::Wait, false));
+    }
+    if args.iter().any(|arg| arg == "--busy-core") {
+        configs.push(row("one core busy, passive waits (default)", vec![], Pace::Rate(rate), true));
+        configs.push(row(
+            "one core busy, OMP_WAIT_POLICY=active",
+            vec![("OMP_WAIT_POLICY", "ACTIVE")],
+            Pace::Rate(rate),
+            true,
         ));
     }
     let mut rows = Vec::new();
-    for (label, env, busy) in &configs {
-        eprintln!("spark-bench: {label} …");
-        rows.push(replay(label, env, *busy)?);
+    for config in &configs {
+        eprintln!("spark-bench: {} …", config.label);
+        rows.push(replay(config, &scripts)?);
     }
+
+    let typed: usize = scripts.iter().map(|script| script.typed.chars().count()).sum();
     println!(
-        "keystroke → ghost text over stdio, {} keystrokes typed into tests/fixtures/inventory.rs, default model",
-        TYPED.chars().count()
+        "keystroke → ghost text over stdio, default model and settings; {typed} characters of {} typed per row \
+         (function bodies of this repository), suggestions accepted when they match what comes next",
+        SOURCES.iter().map(|source| source.path).collect::<Vec<_>>().join(" and ")
     );
     println!();
-    println!("| configuration | start → ready | RSS | p50 | p95 | p99 | with a suggestion | no model call | tokens decoded / model call | prompt reused | CPU / keystroke |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| configuration | p50 | p95 | p99 | requests (cancelled) | shown | accepted chars | no model call | prompt tokens decoded / model call (median) | generation | first token (median) | start → ready | RSS | CPU / keystroke |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut json_rows = Vec::new();
     for row in &rows {
-        let n = row.latencies.len().max(1) as f64;
-        let model_calls = row.requests.max(1) as f64;
+        let f = figures(row);
         println!(
-            "| {} | {} ms | {} MiB | {:.0} ms | {:.0} ms | {:.0} ms | {} of {} | {:.0}% | {:.1} | {:.1}% | {:.0} ms |",
+            "| {} | {:.0} ms | {:.0} ms | {:.0} ms | {} ({}) | {} | {} of {} ({} accepts) | {:.0}% | {:.0} | {:.0} tok/s | {:.0} ms | {} ms | {} MiB | {:.0} ms |",
             row.label,
+            f.p50,
+            f.p95,
+            f.p99,
+            f.keystrokes,
+            f.cancelled,
+            f.shown,
+            row.accepted_chars,
+            row.accepted_chars + row.typed_chars,
+            row.accepts,
+            f.no_model_call,
+            f.decoded_median,
+            f.tokens_per_s,
+            f.first_token_ms,
             row.ready_ms,
             row.rss_mib,
-            pct(&row.latencies, 0.5),
-            pct(&row.latencies, 0.95),
-            pct(&row.latencies, 0.99),
-            row.shown,
-            row.latencies.len(),
-            100.0 * row.cache_hits as f64 / n,
-            row.n_decoded as f64 / model_calls,
-            100.0 * row.n_reused as f64 / row.n_prompt.max(1) as f64,
-            row.cpu_ms as f64 / n,
+            f.cpu_per_keystroke,
         );
-        json_rows.push(serde_json::json!({
+        json_rows.push(json!({
             "configuration": row.label, "readyMs": row.ready_ms, "rssMib": row.rss_mib,
-            "p50Ms": pct(&row.latencies, 0.5), "p95Ms": pct(&row.latencies, 0.95), "p99Ms": pct(&row.latencies, 0.99),
-            "shown": row.shown, "keystrokes": row.latencies.len(), "cacheHits": row.cache_hits,
-            "modelCalls": row.requests, "nDecoded": row.n_decoded, "nPrompt": row.n_prompt, "nReused": row.n_reused,
-            "cpuMs": row.cpu_ms,
-            "latenciesMs": row.latencies.iter().map(|latency| latency.as_secs_f64() * 1000.0).collect::<Vec<_>>(),
+            "p50Ms": f.p50, "p95Ms": f.p95, "p99Ms": f.p99, "requests": f.keystrokes, "cancelled": f.cancelled,
+            "shown": f.shown, "typedChars": row.typed_chars, "acceptedChars": row.accepted_chars, "accepts": row.accepts,
+            "noModelCallPercent": f.no_model_call, "cacheHits": row.cache_hits, "modelCalls": row.requests,
+            "decodedMedian": f.decoded_median, "generationTokensPerS": f.tokens_per_s, "firstTokenMsMedian": f.first_token_ms,
+            "cpuMs": row.cpu_ms, "latenciesMs": row.latencies_ms(), "calls": row.calls,
         }));
     }
-    let out = workspace_root().join("target/bench");
-    let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(out.join("spark-bench.json"), serde_json::to_string_pretty(&json_rows)?);
-    if rows.len() > 1 {
-        let base = pct(&rows[0].latencies, 0.5);
-        println!();
-        for row in &rows[1..] {
-            println!("median ratio {} / {}: {:.2}", row.label, rows[0].label, pct(&row.latencies, 0.5) / base);
+    println!();
+    for (fast, slow) in [(0, 3), (1, 4)] {
+        if let (Some(fast), Some(slow)) = (rows.get(fast), rows.get(slow)) {
+            println!(
+                "median ratio ({} / {}): {:.0}x",
+                slow.label,
+                fast.label,
+                figures(slow).p50 / figures(fast).p50.max(0.5)
+            );
         }
     }
+    let out = workspace_root().join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("spark-bench.json"), serde_json::to_string_pretty(&json_rows)?)?;
+    match plot(&rows, &out.join("latency.png")) {
+        Ok(()) => eprintln!("spark-bench: wrote target/bench/spark-bench.json and target/bench/latency.png"),
+        Err(error) => eprintln!("spark-bench: wrote target/bench/spark-bench.json; no plot: {error}"),
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accept_len;
+
+    #[test]
+    fn accepts_whole_matches_and_matching_lines() {
+        assert_eq!(accept_len("abc", "abcdef"), 3);
+        assert_eq!(accept_len("ab\ncd\n", "ab\ncx\n"), 3);
+        assert_eq!(accept_len("x", "xyz"), 0);
+        assert_eq!(accept_len("abd", "abc"), 0);
+    }
 }
