@@ -403,15 +403,25 @@ fn enqueue(command: Command, queue: &mut Vec<Job>) -> Option<Next> {
     }
 }
 
-/// Picks the job to run: the newest of the oldest lane. Older jobs of every lane are answered as superseded.
+/// Picks the job to run: the newest of the oldest lane. Older jobs of every lane are answered as superseded. A
+/// background job never supersedes an interactive one: it is dropped when its lane has an interactive job (which
+/// brings the same prompt into the cache anyway), however late it was queued.
 fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
-    let mut newest_by_lane: HashMap<u64, usize> = HashMap::new();
+    let mut newest_interactive: HashMap<u64, usize> = HashMap::new();
+    let mut newest_background: HashMap<u64, usize> = HashMap::new();
     for (idx, job) in queue.iter().enumerate() {
-        newest_by_lane.insert(job.request.lane, idx);
+        let newest = if job.request.background { &mut newest_background } else { &mut newest_interactive };
+        newest.insert(job.request.lane, idx);
     }
     let mut kept = Vec::new();
     for (idx, job) in queue.drain(..).enumerate() {
-        if newest_by_lane.get(&job.request.lane) == Some(&idx) {
+        let lane = job.request.lane;
+        let keep = if job.request.background {
+            !newest_interactive.contains_key(&lane) && newest_background.get(&lane) == Some(&idx)
+        } else {
+            newest_interactive.get(&lane) == Some(&idx)
+        };
+        if keep {
             kept.push(job);
         } else {
             counters.superseded.fetch_add(1, Ordering::Relaxed);
@@ -419,10 +429,10 @@ fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
         }
     }
     *queue = kept;
-    // Interactive jobs first, oldest lane first; a background job runs only when nothing else waits.
     if queue.is_empty() {
         return None;
     }
+    // Interactive jobs first, oldest lane first; a background job runs only when nothing else waits.
     let idx = queue.iter().position(|job| !job.request.background).unwrap_or(0);
     Some(queue.remove(idx))
 }
@@ -534,6 +544,22 @@ mod tests {
         assert_eq!(engine.counters().requests.load(Ordering::Relaxed), calls, "no model call");
         let recent = engine.counters().recent.lock().unwrap().clone();
         assert_eq!(recent.iter().map(|call| call.background).collect::<Vec<_>>(), [false, true]);
+    }
+
+    #[test]
+    fn a_background_job_queued_late_never_supersedes_a_keystroke() {
+        let counters = EngineCounters::default();
+        let (keystroke, _keystroke_answer) = job(1, "fn a() {");
+        let (mut warm_up, _warm_up_answer) = job(1, "fn a() {}");
+        warm_up.request.background = true;
+        let (mut other_warm_up, _other_answer) = job(2, "x");
+        other_warm_up.request.background = true;
+        let mut queue = vec![keystroke, warm_up, other_warm_up];
+        let first = take_newest(&mut queue, &counters).unwrap();
+        assert_eq!((first.request.lane, first.request.background), (1, false));
+        assert_eq!(counters.superseded.load(Ordering::Relaxed), 1, "the lane's late background job was dropped");
+        let second = take_newest(&mut queue, &counters).unwrap();
+        assert_eq!((second.request.lane, second.request.background), (2, true));
     }
 
     #[test]

@@ -290,7 +290,10 @@ impl Spark {
         // thread to reach it.
         let result = tokio::select! {
             result = generator.generate(prepared.request) => result,
-            _ = cancel.cancelled() => return None,
+            _ = cancel.cancelled() => {
+                tracing::debug!(uri = uri.as_str(), "suggestion cancelled by a newer request or an edit");
+                return None;
+            }
         };
         let served = result.as_ref().ok().map(|generated| generated.served);
         self.note_remote(generator.take_remote_error(), served).await;
@@ -305,6 +308,7 @@ impl Spark {
             }
         };
         if completion.text.is_empty() {
+            tracing::debug!(stop = ?completion.stop, "no suggestion");
             return None;
         }
         let document = self.documents.get(uri)?;
