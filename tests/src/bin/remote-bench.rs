@@ -635,9 +635,9 @@ deadline.\n\
 context chunks; one connection per request, as with curl.\n\
 - Spark fix: `workspace/executeCommand spark.fix` at the error, answered after the verified edit went out through \
 `workspace/applyEdit`; snippets {} from tests/eval/fix need the model (the grammar's repair does not fix them); \
-each runs up to 4 samples (greedy, then seeded temperatures) within 12 s until one verifies. The greedy sample is \
-the same on both backends; the seeded samples differ (llama-server has its own sampler chain), so which fixes \
-verify may differ too.\n\
+each runs up to 4 samples (greedy, then seeded temperatures) within 12 s until one verifies. The first sample is \
+greedy on both backends; the seeded ones come from different samplers (Spark's, and llama-server's own chain), \
+so which fixes verify may differ.\n\
 - Both spark-lsp and llama-server run with passive OpenMP waits (spark-lsp's default; the bench sets it for \
 llama-server unless `OMP_WAIT_POLICY` is set), so that rows differ by path, not by wait policy.\n\
 - One run on a shared 2-core machine: other processes compete for the cores, so numbers are noisy.\n",
