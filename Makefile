@@ -43,13 +43,13 @@ test-editors:
 
 bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
-	$(CARGO) run --release -p spark-engine --bin remote-bench
+	$(CARGO) run --release -p spark-tests --bin remote-bench
 
 eval: deps model build
 	$(CARGO) run --release -p spark-tests --bin spark-eval
 
 remote-bench: deps model build llama-server
-	$(CARGO) run --release -p spark-engine --bin remote-bench
+	$(CARGO) run --release -p spark-tests --bin remote-bench
 
 # The soak test for longer than the 60 s it runs in `make test`.
 SPARK_SOAK_SECS ?= 600

@@ -24,13 +24,11 @@ fn the_engine_never_constructs_a_remote_client_by_itself() {
         let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(file).unwrap();
         let in_remote = relative.starts_with("remote/");
-        // The bench binary is a user of the engine (like the server), not part of it.
-        let is_bench = relative == "bin/remote-bench.rs";
         let constructs = ["RemoteClient::new", "RemoteClient::build", "RemoteClient {"];
-        if !in_remote && !is_bench && constructs.iter().any(|pattern| text.contains(pattern)) {
+        if !in_remote && constructs.iter().any(|pattern| text.contains(pattern)) {
             offenders.push(format!("{relative} constructs a RemoteClient"));
         }
-        if !in_remote && !is_bench && text.contains("reqwest") {
+        if !in_remote && text.contains("reqwest") {
             offenders.push(format!("{relative} uses reqwest; only the remote module speaks HTTP"));
         }
     }
