@@ -27,6 +27,9 @@ pub enum Rejection {
         inserted: usize,
         of: usize,
     },
+    /// The candidate drops a name that the rest of the file uses (a rename or a deleted binding breaks the code
+    /// the fix claims to repair).
+    DropsName(String),
     /// The document changed since the edit was computed.
     Stale {
         computed_for: i32,
@@ -57,6 +60,7 @@ impl std::fmt::Display for Rejection {
             Rejection::TooDifferent { deleted, inserted, of } => {
                 write!(f, "rewrites too much: {deleted} of {of} tokens deleted, {inserted} inserted")
             }
+            Rejection::DropsName(name) => write!(f, "drops `{name}`, which the rest of the file uses"),
             Rejection::Stale { computed_for, current } => {
                 write!(f, "computed for version {computed_for}, the document is at {current}")
             }
@@ -171,7 +175,11 @@ pub fn check_rewrite(
         }
     }
     let new_source = format!("{}{}{}", &source[..node.start], candidate, &source[node.end..]);
-    let before = parse(lang, source).map(|tree| count_errors(&tree, None)).unwrap_or(usize::MAX);
+    let old_tree = parse(lang, source);
+    if let Some(name) = old_tree.as_ref().and_then(|tree| dropped_name(tree, source, node.clone(), candidate)) {
+        return Err(Rejection::DropsName(name));
+    }
+    let before = old_tree.map(|tree| count_errors(&tree, None)).unwrap_or(usize::MAX);
     let tree = parse(lang, &new_source).ok_or(Rejection::SyntaxErrors {
         in_edit: 1,
         total_before: before,
@@ -184,6 +192,42 @@ pub fn check_rewrite(
         return Err(Rejection::SyntaxErrors { in_edit, total_before: before, total_after });
     }
     Ok(new_source)
+}
+
+/// A name (an identifier of any kind) in the rewritten node that the rest of the file also uses and that the
+/// candidate no longer has: renaming `scaled` while the next line reads it is not a fix.
+fn dropped_name(tree: &Tree, source: &str, node: Range<usize>, candidate: &str) -> Option<String> {
+    let mut inside = std::collections::BTreeSet::new();
+    let mut outside = std::collections::HashSet::new();
+    let mut cursor = tree.walk();
+    loop {
+        let current = cursor.node();
+        if current.is_named() && current.child_count() == 0 && current.kind().ends_with("identifier") {
+            let range = current.byte_range();
+            if let Some(text) = source.get(range.clone()) {
+                if range.start >= node.start && range.end <= node.end {
+                    inside.insert(text);
+                } else {
+                    outside.insert(text);
+                }
+            }
+        }
+        if cursor.goto_first_child() || cursor.goto_next_sibling() {
+            continue;
+        }
+        loop {
+            if !cursor.goto_parent() {
+                let kept: std::collections::HashSet<&str> = tokens(candidate).into_iter().collect();
+                return inside
+                    .into_iter()
+                    .find(|name| outside.contains(name) && !kept.contains(name))
+                    .map(str::to_owned);
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
 }
 
 /// A candidate escapes its node when it goes on into the code after the node (the model kept writing the
@@ -379,6 +423,10 @@ mod tests {
         assert_eq!(rewrite(broken, "let x = 1 + 2;\n    let y = 2;"), Err(Rejection::EscapesNode));
         let long = "fn f() {\n    <<let total_amount = compute_total(items, discount) +;>>\n}\n";
         assert_eq!(rewrite(long, "let t = 1;"), Err(Rejection::DeletesTooMuch));
+        // Renaming a binding the next line reads breaks the code (a 270M model's "fix" seen in the eval).
+        let used = "fn f(width: u32) -> u32 {\n    <<let scaled = width * * width>>\n    scaled\n}\n";
+        assert_eq!(rewrite(used, "let scale = width * * width;"), Err(Rejection::DropsName("scaled".into())));
+        assert!(rewrite(used, "let scaled = width * width;").is_ok());
         let statement = "fn f() {\n    <<let sum: u32 = prices.iter().sum()>>\n    sum\n}\n";
         assert!(rewrite(statement, "let sum: u32 = prices.iter().sum();").is_ok());
         assert!(matches!(
