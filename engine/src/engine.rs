@@ -201,24 +201,10 @@ impl Engine {
             EngineState::Loading { .. } => return Err(EngineError::Loading),
             EngineState::Failed { error } => return Err(error),
         }
-        // Task prompts are sampled several times on purpose: only ghost text is cached.
-        let cacheable = request.max_tokens > 0 && !request.raw_prompt && !reuse_disabled();
-        if cacheable {
-            let mut cache = self.lock_cache();
-            let hit = cache.lookup(&request);
-            if let (Some((text, CacheHit::Exact)), false) = (&hit, request.background) {
-                // A prefetched answer shown now: typing along it reuses it like any other.
-                cache.remember_shown(&request, text);
-            }
-            drop(cache);
-            if let Some((text, hit)) = hit {
-                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(?hit, "suggestion from the cache");
-                let stats = CompletionStats::default();
-                return Ok(Completion { text, stop: StopReason::Cached, stats });
-            }
+        if let Some(cached) = self.cached(&request) {
+            return Ok(cached);
         }
-        let cache_key = cacheable.then(|| request.clone());
+        let cache_key = cacheable(&request).then(|| request.clone());
         if !request.background {
             let fresh = CancellationToken::new();
             let mut background = self.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -228,16 +214,43 @@ impl Engine {
         let job = Job { request, queued_at: Instant::now(), reply };
         self.send(Command::Complete(job))?;
         let completion = answer.await.map_err(|_| EngineError::WorkerGone)??;
-        // An answer cut by the deadline is still whole lines and worth reusing; one cut by a newer keystroke is not.
-        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
-        if let (Some(request), true) = (cache_key, whole) {
-            if request.background {
-                self.lock_cache().store_prefetched(&request, &completion.text);
-            } else {
-                self.lock_cache().store(&request, &completion.text);
-            }
+        if let Some(request) = cache_key {
+            self.remember(&request, &completion);
         }
         Ok(completion)
+    }
+
+    /// The answer for a ghost-text request that needs no model call (the same context, or the user typed the
+    /// start of the shown suggestion), from the suggestion cache. Used in front of the remote route too.
+    pub fn cached(&self, request: &CompletionRequest) -> Option<Completion> {
+        if !cacheable(request) {
+            return None;
+        }
+        let mut cache = self.lock_cache();
+        let hit = cache.lookup(request);
+        if let (Some((text, CacheHit::Exact)), false) = (&hit, request.background) {
+            // A prefetched answer shown now: typing along it reuses it like any other.
+            cache.remember_shown(request, text);
+        }
+        drop(cache);
+        let (text, hit) = hit?;
+        self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(?hit, "suggestion from the cache");
+        Some(Completion { text, stop: StopReason::Cached, stats: CompletionStats::default() })
+    }
+
+    /// Keeps a ghost-text answer (from this engine or a remote one) for `cached`.
+    pub fn remember(&self, request: &CompletionRequest, completion: &Completion) {
+        // An answer cut by the deadline is still whole lines and worth reusing; one cut by a newer keystroke is not.
+        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
+        if !cacheable(request) || !whole {
+            return;
+        }
+        if request.background {
+            self.lock_cache().store_prefetched(request, &completion.text);
+        } else {
+            self.lock_cache().store(request, &completion.text);
+        }
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, SuggestionCache> {
@@ -479,6 +492,11 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
         stop = ?completion.stop,
         "completion"
     );
+}
+
+/// Task prompts are sampled several times on purpose: only ghost text is cached.
+fn cacheable(request: &CompletionRequest) -> bool {
+    request.max_tokens > 0 && !request.raw_prompt && !reuse_disabled()
 }
 
 /// `SPARK_DISABLE_REUSE=1` evaluates every prompt from an empty KV cache and turns the suggestion cache off: the

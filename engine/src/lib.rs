@@ -19,6 +19,7 @@ pub use error::EngineError;
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
 pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
+    StreamRules,
 };
 pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopMode, StopReason};
 

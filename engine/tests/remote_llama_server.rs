@@ -28,6 +28,7 @@ fn request(prompt: &str, suffix: Option<&str>, stop: &[&str], max_tokens: usize)
         temperature: 0.0,
         seed: Some(42),
         deadline: Instant::now() + Duration::from_secs(120),
+        rules: None,
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use spark_engine::postprocess::{self, StopContext};
 use spark_engine::{
     Completion, CompletionRequest, CompletionStats, Engine, EngineError, RemoteClient, RemoteError, RemoteHealth,
-    RemoteRequest, StopMode, StopReason,
+    RemoteRequest, StopMode, StopReason, StreamRules,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -76,6 +76,24 @@ impl Generator<'_> {
             (_, Some(remote)) => Some(remote),
         };
         let Some(remote) = remote else { return self.run_local(request, None).await };
+        // Ghost text answered before (or typed ahead along the shown suggestion) needs no round trip.
+        if let Some(completion) = self.engine.cached(&request) {
+            return Ok(Generated { completion, served: Served::Local, remote_error: None });
+        }
+        let result = self.generate_routed(remote, request.clone()).await;
+        if let Ok(generated) = &result {
+            if generated.served == Served::Remote {
+                self.engine.remember(&request, &generated.completion);
+            }
+        }
+        result
+    }
+
+    async fn generate_routed(
+        &self,
+        remote: &RemoteClient,
+        request: CompletionRequest,
+    ) -> Result<Generated, EngineError> {
         // A remote that is down is skipped until its retry time; it is probed again by itself after that.
         if let RemoteHealth::Down { last_error, .. } = remote.health() {
             if self.route == Route::Remote {
@@ -165,6 +183,12 @@ async fn remote_complete(remote: &RemoteClient, request: &CompletionRequest) -> 
         temperature: request.sampling.temperature,
         seed: Some(u64::from(request.sampling.seed)),
         deadline: request.deadline,
+        rules: (!request.raw_prompt && request.mode != StopMode::Free).then(|| StreamRules {
+            mode: request.mode,
+            indent: request.indent.clone(),
+            suffix: request.suffix.clone(),
+            max_lines: request.max_lines,
+        }),
     };
     let cancel: CancellationToken = request.cancel.clone();
     let answer = remote.complete(remote_request, cancel).await?;

@@ -53,6 +53,30 @@ pub struct RemoteRequest {
     pub temperature: f32,
     pub seed: Option<u64>,
     pub deadline: Instant,
+    /// Ghost text's stop rules (`postprocess::stop_at`: end of line, dedent, line count), applied as text
+    /// arrives so that the stream closes as soon as the suggestion is complete.
+    pub rules: Option<StreamRules>,
+}
+
+/// The owned form of `postprocess::StopContext`, for a request that outlives its caller's borrows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamRules {
+    pub mode: crate::StopMode,
+    pub indent: String,
+    pub suffix: String,
+    pub max_lines: usize,
+}
+
+impl StreamRules {
+    fn stop_at(&self, text: &str) -> Option<usize> {
+        let context = crate::postprocess::StopContext {
+            mode: self.mode,
+            indent: &self.indent,
+            suffix: &self.suffix,
+            max_lines: self.max_lines,
+        };
+        crate::postprocess::stop_at(text, &context)
+    }
 }
 
 /// The text the server produced, cut at the first stop string.
@@ -305,7 +329,8 @@ impl RemoteClient {
         cancel: CancellationToken,
     ) -> Result<RemoteAnswer, RemoteError> {
         let started = Instant::now();
-        let deadline = request.deadline.min(started + Duration::from_millis(self.inner.config.timeout_ms));
+        let timeout_at = started + Duration::from_millis(self.inner.config.timeout_ms);
+        let deadline = request.deadline.min(timeout_at);
         self.inner.n_requests.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!(
             "remote_complete",
@@ -329,7 +354,12 @@ impl RemoteClient {
                 tracing::warn!(%error, elapsed_ms = started.elapsed().as_millis() as u64, "remote completion failed")
             }
         });
-        self.record_outcome(result.as_ref().err());
+        // A request's own deadline, shorter than the configured timeout, that passes before any text is this
+        // request's budget (a keystroke's few hundred ms), not an outage: health stays as it was.
+        let own_deadline_missed = matches!(result, Err(RemoteError::Timeout)) && request.deadline < timeout_at;
+        if !own_deadline_missed {
+            self.record_outcome(result.as_ref().err());
+        }
         result
     }
 
@@ -506,7 +536,11 @@ impl RemoteClient {
                     first_token_ms.get_or_insert_with(|| started.elapsed().as_millis() as u64);
                     let n_checked = text.len();
                     text.push_str(&chunk.text);
-                    if let Some(cut) = wire::find_stop(&text, n_checked, &request.stop) {
+                    let cut = wire::find_stop(&text, n_checked, &request.stop)
+                        .into_iter()
+                        .chain(request.rules.as_ref().and_then(|rules| rules.stop_at(&text)))
+                        .min();
+                    if let Some(cut) = cut {
                         text.truncate(cut);
                         drop(response);
                         return Ok(answer(text, first_token_ms, n_chunks, RemoteStop::ClientStop));

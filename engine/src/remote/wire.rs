@@ -251,6 +251,7 @@ mod tests {
             temperature: 0.0,
             seed: Some(7),
             deadline: Instant::now(),
+            rules: None,
         }
     }
 

@@ -550,6 +550,7 @@ async fn complete(client: &RemoteClient, prompt: &str, max_tokens: usize, stop: 
         temperature: 0.0,
         seed: Some(1),
         deadline: Instant::now() + Duration::from_secs(60),
+        rules: None,
     };
     let counters = client.counters();
     let answer = client.complete(request, CancellationToken::new()).await;
