@@ -362,22 +362,31 @@ fn enqueue(command: Command, queue: &mut Vec<Job>) -> Option<Next> {
     }
 }
 
-/// Picks the job to run: the newest of the oldest lane. Older jobs of every lane are answered as superseded.
+/// Picks the job to run: the newest of the oldest lane. Cancelled jobs are answered first and never supersede:
+/// a warm-up is queued from its own task, so it can reach the queue after the request that cancelled it, and
+/// as "newest" it would take that request's place. Older live jobs of every lane are answered as superseded.
 fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
+    let mut live = Vec::new();
+    for job in queue.drain(..) {
+        if job.request.cancel.is_cancelled() || job.reply.is_closed() {
+            counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            let _ = job.reply.send(Ok(empty(StopReason::Cancelled)));
+        } else {
+            live.push(job);
+        }
+    }
     let mut newest_by_lane: HashMap<u64, usize> = HashMap::new();
-    for (idx, job) in queue.iter().enumerate() {
+    for (idx, job) in live.iter().enumerate() {
         newest_by_lane.insert(job.request.lane, idx);
     }
-    let mut kept = Vec::new();
-    for (idx, job) in queue.drain(..).enumerate() {
+    for (idx, job) in live.into_iter().enumerate() {
         if newest_by_lane.get(&job.request.lane) == Some(&idx) {
-            kept.push(job);
+            queue.push(job);
         } else {
             counters.superseded.fetch_add(1, Ordering::Relaxed);
             let _ = job.reply.send(Ok(empty(StopReason::Superseded)));
         }
     }
-    *queue = kept;
     if queue.is_empty() {
         None
     } else {
@@ -473,7 +482,7 @@ mod tests {
         let counters = EngineCounters::default();
         let mut session = Session::new(FakeModel::new("zz"), None);
         // The loop drains all four jobs at once, runs the newest of each lane, then sees Shutdown.
-        let (first, _) = job(3, "warm");
+        let (first, _first_answer) = job(3, "warm");
         let mut queue = vec![first];
         while let Ok(command) = receiver.try_recv() {
             if enqueue(command, &mut queue).is_some() {
@@ -494,6 +503,25 @@ mod tests {
         assert_ne!(stops[2], StopReason::Superseded);
         assert_ne!(stops[3], StopReason::Superseded);
         assert_eq!(counters.superseded.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_cancelled_warm_up_queued_after_the_request_that_cancelled_it_does_not_supersede_it() {
+        // The order the server can produce: the ghost-text request's job is sent from its handler, the warm-up's
+        // from a task spawned earlier that ran later; the request cancelled the warm-up before sending its job.
+        let (request, request_answer) = job(7, "fn main() {");
+        let (mut warm_up, mut warm_up_answer) = job(7, "fn main");
+        warm_up.request.max_tokens = 0;
+        warm_up.request.cancel.cancel();
+        let counters = EngineCounters::default();
+        let mut queue = vec![request, warm_up];
+        let picked = take_newest(&mut queue, &counters).expect("the live request runs");
+        assert_eq!(picked.request.prefix, "fn main() {");
+        assert!(queue.is_empty());
+        assert_eq!(warm_up_answer.try_recv().unwrap().unwrap().stop, StopReason::Cancelled);
+        assert_eq!(counters.superseded.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.cancelled.load(Ordering::Relaxed), 1);
+        drop((picked, request_answer));
     }
 
     #[tokio::test]
