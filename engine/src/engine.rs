@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
 use crate::error::EngineError;
-use crate::local::{self, LlamaLm};
+use crate::gguf::{self, GgufError};
+use crate::memory::{self, MemoryEstimate};
 use crate::model_info::ModelInfo;
 use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
 use crate::suggestion_cache::SuggestionCache;
@@ -25,6 +26,9 @@ pub struct EngineConfig {
     pub model: ModelSource,
     pub threads: usize,
     pub n_ctx: u32,
+    /// The most memory the model may take, in MiB; `None` means the memory available when it loads, zero means
+    /// no check.
+    pub max_memory_mb: Option<u64>,
 }
 
 /// Where the model comes from; `None` when nothing is configured and the default is not installed.
@@ -112,6 +116,7 @@ impl Engine {
             has_chat_template: false,
             chat: None,
             load_ms: 0,
+            memory: None,
         });
         let (_state_tx, state) = watch::channel(EngineState::Ready(info));
         let counters = Arc::new(EngineCounters::default());
@@ -244,34 +249,13 @@ fn model_thread(
 ) {
     loop {
         let next = match &config.model {
-            ModelSource::None => {
-                state.send_replace(EngineState::Failed { error: EngineError::NoModel });
-                serve_without_model(&commands, &EngineError::NoModel)
-            }
+            ModelSource::None => fail(&state, &commands, EngineError::NoModel),
             ModelSource::Path(path) => {
                 state.send_replace(EngineState::Loading { path: path.clone() });
                 tracing::info!(path = %path.display(), threads = config.threads, "loading model");
-                let loaded = catch_unwind(AssertUnwindSafe(|| local::load_model(path, config.threads, config.n_ctx)))
-                    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
-                match loaded {
-                    Err(error) => {
-                        tracing::error!(%error, "model not loaded");
-                        state.send_replace(EngineState::Failed { error: error.clone() });
-                        serve_without_model(&commands, &error)
-                    }
-                    Ok((model, info)) => match LlamaLm::new(&model, &info) {
-                        Err(error) => {
-                            state.send_replace(EngineState::Failed { error: error.clone() });
-                            serve_without_model(&commands, &error)
-                        }
-                        Ok(lm) => {
-                            tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
-                            let info = Arc::new(info);
-                            let mut session = Session::new(lm, info.fim.clone());
-                            state.send_replace(EngineState::Ready(info));
-                            serve(&mut session, &commands, &counters)
-                        }
-                    },
+                match check_model(path, &config) {
+                    Err(error) => fail(&state, &commands, error),
+                    Ok(checked) => load_and_serve(&checked, &config, &commands, &state, &counters),
                 }
             }
         };
@@ -280,6 +264,95 @@ fn model_thread(
             Next::Stop => return,
         }
     }
+}
+
+/// A model file that passed the checks made before llama.cpp sees it.
+#[cfg_attr(not(feature = "local"), allow(dead_code))]
+struct CheckedModel {
+    path: PathBuf,
+    size_bytes: u64,
+    estimate: MemoryEstimate,
+}
+
+/// The checks that need no llama.cpp: the file exists, is a GGUF, and fits the memory limit with the context
+/// asked for (`max_memory_mb`, else the memory available now; zero turns the check off).
+fn check_model(path: &Path, config: &EngineConfig) -> Result<CheckedModel, EngineError> {
+    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing { path: path.to_owned() })?;
+    let file = std::fs::File::open(path).map_err(|_| EngineError::NotGguf { path: path.to_owned() })?;
+    let summary = gguf::read_summary(&mut std::io::BufReader::new(file)).map_err(|error| match error {
+        GgufError::NotGguf => EngineError::NotGguf { path: path.to_owned() },
+        GgufError::Malformed(reason) => EngineError::LoadFailed {
+            path: path.to_owned(),
+            reason: format!("{reason} (truncated or unsupported GGUF?)"),
+        },
+    })?;
+    let n_ctx = memory::effective_n_ctx(config.n_ctx, summary.n_ctx_train);
+    let estimate = memory::estimate(metadata.len(), &summary, n_ctx);
+    let limit = match config.max_memory_mb {
+        Some(0) => None,
+        Some(limit_mib) => Some((limit_mib, "model.maxMemoryMb")),
+        None => memory::available_mib().map(|limit_mib| (limit_mib, "the memory available now")),
+    };
+    tracing::info!(needs = %estimate, limit_mib = ?limit.map(|(limit_mib, _)| limit_mib), "memory estimate");
+    if let Some((limit_mib, source)) = limit.filter(|(limit_mib, _)| estimate.total_mib() > *limit_mib) {
+        return Err(EngineError::DoesNotFit {
+            path: path.to_owned(),
+            estimate,
+            limit_mib,
+            limit_source: source.to_owned(),
+        });
+    }
+    Ok(CheckedModel { path: path.to_owned(), size_bytes: metadata.len(), estimate })
+}
+
+/// Loads the model with llama.cpp and serves until the configuration changes.
+#[cfg(feature = "local")]
+fn load_and_serve(
+    checked: &CheckedModel,
+    config: &EngineConfig,
+    commands: &Receiver<Command>,
+    state: &watch::Sender<EngineState>,
+    counters: &EngineCounters,
+) -> Next {
+    use crate::local::{self, LlamaLm};
+    let loaded = catch_unwind(AssertUnwindSafe(|| {
+        local::load_model(&checked.path, checked.size_bytes, config.threads, checked.estimate.n_ctx)
+    }))
+    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
+    let (model, mut info) = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => return fail(state, commands, error),
+    };
+    info.memory = Some(checked.estimate);
+    let lm = match LlamaLm::new(&model, &info, &checked.estimate) {
+        Ok(lm) => lm,
+        Err(error) => return fail(state, commands, error),
+    };
+    tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
+    let info = Arc::new(info);
+    let mut session = Session::new(lm, info.fim.clone());
+    state.send_replace(EngineState::Ready(info));
+    serve(&mut session, commands, counters)
+}
+
+/// Built without the local backend (the fuzz targets): no model loads.
+#[cfg(not(feature = "local"))]
+fn load_and_serve(
+    _checked: &CheckedModel,
+    _config: &EngineConfig,
+    commands: &Receiver<Command>,
+    state: &watch::Sender<EngineState>,
+    _counters: &EngineCounters,
+) -> Next {
+    let reason = "this build has no local backend (spark-engine's `local` feature is off)";
+    fail(state, commands, EngineError::Unavailable(reason.to_owned()))
+}
+
+/// Publishes a load failure and answers with it until the configuration changes.
+fn fail(state: &watch::Sender<EngineState>, commands: &Receiver<Command>, error: EngineError) -> Next {
+    tracing::error!(%error, "model not loaded");
+    state.send_replace(EngineState::Failed { error: error.clone() });
+    serve_without_model(commands, &error)
 }
 
 /// Answers every job with the load error until the configuration changes.
@@ -530,6 +603,7 @@ mod tests {
             model: ModelSource::Path("/nonexistent/model.gguf".into()),
             threads: 1,
             n_ctx: 512,
+            max_memory_mb: None,
         });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
@@ -544,9 +618,47 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("not-a-model.gguf");
         std::fs::write(&path, b"hello, this is text").unwrap();
-        let engine = Engine::start(EngineConfig { model: ModelSource::Path(path.clone()), threads: 1, n_ctx: 512 });
+        let engine = Engine::start(EngineConfig {
+            model: ModelSource::Path(path.clone()),
+            threads: 1,
+            n_ctx: 512,
+            max_memory_mb: None,
+        });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_model_over_the_memory_limit_is_refused_before_llama_cpp_sees_it() {
+        let dir = std::env::temp_dir().join(format!("spark-engine-memory-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("header-only.gguf");
+        std::fs::write(&path, crate::gguf::tests::gemma_like()).unwrap();
+        let config = |max_memory_mb| EngineConfig {
+            model: ModelSource::Path(path.clone()),
+            threads: 1,
+            n_ctx: 131_072,
+            max_memory_mb: Some(max_memory_mb),
+        };
+        let engine = Engine::start(config(100));
+        let error = engine.wait_ready().await.unwrap_err();
+        // The context is capped at the 32768 tokens the model was trained for: 18 layers x 512 x 2 bytes each.
+        let EngineError::DoesNotFit { estimate, limit_mib: 100, .. } = &error else { panic!("{error}") };
+        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 576));
+        let message = error.to_string();
+        assert!(message.contains("with contextSize 32768") && message.contains("lower model.contextSize"), "{message}");
+        // A limit that fits passes the check; this header-only file then fails in llama.cpp instead.
+        let mut states = engine.subscribe();
+        states.borrow_and_update();
+        engine.reload(config(1 << 20)).unwrap();
+        let error = loop {
+            states.changed().await.unwrap();
+            if let EngineState::Failed { error } = states.borrow_and_update().clone() {
+                break error;
+            }
+        };
+        assert!(!matches!(error, EngineError::DoesNotFit { .. }), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
