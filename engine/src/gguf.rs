@@ -119,7 +119,8 @@ fn skip_array(reader: &mut impl Read) -> Result<(Option<u64>, u64), GgufError> {
         TYPE_ARRAY => Err(GgufError::Malformed("nested metadata arrays".into())),
         scalar => {
             let size = scalar_size(scalar)?;
-            if scalar == TYPE_BOOL || scalar_as_u64(scalar, [0; 8]).is_none() {
+            // Floats and bools are not sizes: skipped whole.
+            if scalar_as_u64(scalar, [0; 8]).is_none() {
                 skip(reader, n_items.saturating_mul(size as u64))?;
                 return Ok((None, n_items));
             }
