@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model build llama-server demo test test-rust test-editors lint bench remote-bench
+.PHONY: all deps model build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
 
 all: build
 
@@ -29,7 +29,7 @@ demo: deps model build
 	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
 	@./$(BIN) complete examples/demo.rs --at 18:5
 
-test: deps model build llama-server lint test-rust test-editors
+test: deps model build llama-server lint test-rust test-editors fuzz-smoke
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -56,5 +56,6 @@ SPARK_SOAK_SECS ?= 600
 soak: deps model build
 	SPARK_SOAK_SECS=$(SPARK_SOAK_SECS) $(CARGO) test --release -p spark-tests --test soak -- --nocapture
 
-fuzz-smoke:
+# Every cargo-fuzz target for FUZZ_SECS (20) seconds, built without llama.cpp; installs nightly and cargo-fuzz.
+fuzz-smoke: deps
 	@bash scripts/fuzz-smoke.sh

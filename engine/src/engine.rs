@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,8 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
-use crate::local::{self, LlamaLm};
+use crate::gguf::{self, GgufError};
+use crate::memory::{self, MemoryEstimate};
 use crate::model_info::ModelInfo;
 use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
 use crate::suggestion_cache::{CacheHit, SuggestionCache};
@@ -26,6 +27,9 @@ pub struct EngineConfig {
     pub model: ModelSource,
     pub threads: usize,
     pub n_ctx: u32,
+    /// The most memory the model may take, in MiB; `None` means the memory available when it loads, zero means
+    /// no check.
+    pub max_memory_mb: Option<u64>,
 }
 
 /// Where the model comes from; `None` when nothing is configured and the default is not installed.
@@ -131,6 +135,7 @@ impl Engine {
             has_chat_template: false,
             chat: None,
             load_ms: 0,
+            memory: None,
         });
         let (_state_tx, state) = watch::channel(EngineState::Ready(info));
         let counters = Arc::new(EngineCounters::default());
@@ -298,34 +303,13 @@ fn model_thread(
 ) {
     loop {
         let next = match &config.model {
-            ModelSource::None => {
-                state.send_replace(EngineState::Failed { error: EngineError::NoModel });
-                serve_without_model(&commands, &EngineError::NoModel)
-            }
+            ModelSource::None => fail(&state, &commands, EngineError::NoModel),
             ModelSource::Path(path) => {
                 state.send_replace(EngineState::Loading { path: path.clone() });
                 tracing::info!(path = %path.display(), threads = config.threads, "loading model");
-                let loaded = catch_unwind(AssertUnwindSafe(|| local::load_model(path, config.threads, config.n_ctx)))
-                    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
-                match loaded {
-                    Err(error) => {
-                        tracing::error!(%error, "model not loaded");
-                        state.send_replace(EngineState::Failed { error: error.clone() });
-                        serve_without_model(&commands, &error)
-                    }
-                    Ok((model, info)) => match LlamaLm::new(&model, &info) {
-                        Err(error) => {
-                            state.send_replace(EngineState::Failed { error: error.clone() });
-                            serve_without_model(&commands, &error)
-                        }
-                        Ok(lm) => {
-                            tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
-                            let info = Arc::new(info);
-                            let mut session = Session::new(lm, info.fim.clone());
-                            state.send_replace(EngineState::Ready(info));
-                            serve(&mut session, &commands, &counters)
-                        }
-                    },
+                match check_model(path, &config) {
+                    Err(error) => fail(&state, &commands, error),
+                    Ok(checked) => load_and_serve(&checked, &config, &commands, &state, &counters),
                 }
             }
         };
@@ -334,6 +318,95 @@ fn model_thread(
             Next::Stop => return,
         }
     }
+}
+
+/// A model file that passed the checks made before llama.cpp sees it.
+#[cfg_attr(not(feature = "local"), allow(dead_code))]
+struct CheckedModel {
+    path: PathBuf,
+    size_bytes: u64,
+    estimate: MemoryEstimate,
+}
+
+/// The checks that need no llama.cpp: the file exists, is a GGUF, and fits the memory limit with the context
+/// asked for (`max_memory_mb`, else the memory available now; zero turns the check off).
+fn check_model(path: &Path, config: &EngineConfig) -> Result<CheckedModel, EngineError> {
+    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing { path: path.to_owned() })?;
+    let file = std::fs::File::open(path).map_err(|_| EngineError::NotGguf { path: path.to_owned() })?;
+    let summary = gguf::read_summary(&mut std::io::BufReader::new(file)).map_err(|error| match error {
+        GgufError::NotGguf => EngineError::NotGguf { path: path.to_owned() },
+        GgufError::Malformed(reason) => EngineError::LoadFailed {
+            path: path.to_owned(),
+            reason: format!("{reason} (truncated or unsupported GGUF?)"),
+        },
+    })?;
+    let n_ctx = memory::effective_n_ctx(config.n_ctx, summary.n_ctx_train);
+    let estimate = memory::estimate(metadata.len(), &summary, n_ctx);
+    let limit = match config.max_memory_mb {
+        Some(0) => None,
+        Some(limit_mib) => Some((limit_mib, "model.maxMemoryMb")),
+        None => memory::available_mib().map(|limit_mib| (limit_mib, "the memory available now")),
+    };
+    tracing::info!(needs = %estimate, limit_mib = ?limit.map(|(limit_mib, _)| limit_mib), "memory estimate");
+    if let Some((limit_mib, source)) = limit.filter(|(limit_mib, _)| estimate.total_mib() > *limit_mib) {
+        return Err(EngineError::DoesNotFit {
+            path: path.to_owned(),
+            estimate,
+            limit_mib,
+            limit_source: source.to_owned(),
+        });
+    }
+    Ok(CheckedModel { path: path.to_owned(), size_bytes: metadata.len(), estimate })
+}
+
+/// Loads the model with llama.cpp and serves until the configuration changes.
+#[cfg(feature = "local")]
+fn load_and_serve(
+    checked: &CheckedModel,
+    config: &EngineConfig,
+    commands: &Receiver<Command>,
+    state: &watch::Sender<EngineState>,
+    counters: &EngineCounters,
+) -> Next {
+    use crate::local::{self, LlamaLm};
+    let loaded = catch_unwind(AssertUnwindSafe(|| {
+        local::load_model(&checked.path, checked.size_bytes, config.threads, checked.estimate.n_ctx)
+    }))
+    .unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&panic))));
+    let (model, mut info) = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => return fail(state, commands, error),
+    };
+    info.memory = Some(checked.estimate);
+    let lm = match LlamaLm::new(&model, &info, &checked.estimate) {
+        Ok(lm) => lm,
+        Err(error) => return fail(state, commands, error),
+    };
+    tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
+    let info = Arc::new(info);
+    let mut session = Session::new(lm, info.fim.clone());
+    state.send_replace(EngineState::Ready(info));
+    serve(&mut session, commands, counters)
+}
+
+/// Built without the local backend (the fuzz targets): no model loads.
+#[cfg(not(feature = "local"))]
+fn load_and_serve(
+    _checked: &CheckedModel,
+    _config: &EngineConfig,
+    commands: &Receiver<Command>,
+    state: &watch::Sender<EngineState>,
+    _counters: &EngineCounters,
+) -> Next {
+    let reason = "this build has no local backend (spark-engine's `local` feature is off)";
+    fail(state, commands, EngineError::Unavailable(reason.to_owned()))
+}
+
+/// Publishes a load failure and answers with it until the configuration changes.
+fn fail(state: &watch::Sender<EngineState>, commands: &Receiver<Command>, error: EngineError) -> Next {
+    tracing::error!(%error, "model not loaded");
+    state.send_replace(EngineState::Failed { error: error.clone() });
+    serve_without_model(commands, &error)
 }
 
 /// Answers every job with the load error until the configuration changes.
@@ -416,18 +489,28 @@ fn enqueue(command: Command, queue: &mut Vec<Job>) -> Option<Next> {
     }
 }
 
-/// Picks the job to run: the newest of the oldest lane. Older jobs of every lane are answered as superseded. A
+/// Picks the job to run: the newest of the oldest lane. Cancelled jobs are answered first and never supersede: a
+/// warm-up is queued from its own task, so it can reach the queue after the request that cancelled it, and as
+/// "newest" it would take that request's place. Older live jobs of every lane are answered as superseded. A
 /// background job never supersedes an interactive one: it is dropped when its lane has an interactive job (which
 /// brings the same prompt into the cache anyway), however late it was queued.
 fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
+    let mut live = Vec::new();
+    for job in queue.drain(..) {
+        if job.request.cancel.is_cancelled() || job.reply.is_closed() {
+            counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            let _ = job.reply.send(Ok(empty(StopReason::Cancelled)));
+        } else {
+            live.push(job);
+        }
+    }
     let mut newest_interactive: HashMap<u64, usize> = HashMap::new();
     let mut newest_background: HashMap<u64, usize> = HashMap::new();
-    for (idx, job) in queue.iter().enumerate() {
+    for (idx, job) in live.iter().enumerate() {
         let newest = if job.request.background { &mut newest_background } else { &mut newest_interactive };
         newest.insert(job.request.lane, idx);
     }
-    let mut kept = Vec::new();
-    for (idx, job) in queue.drain(..).enumerate() {
+    for (idx, job) in live.into_iter().enumerate() {
         let lane = job.request.lane;
         let keep = if job.request.background {
             !newest_interactive.contains_key(&lane) && newest_background.get(&lane) == Some(&idx)
@@ -435,13 +518,12 @@ fn take_newest(queue: &mut Vec<Job>, counters: &EngineCounters) -> Option<Job> {
             newest_interactive.get(&lane) == Some(&idx)
         };
         if keep {
-            kept.push(job);
+            queue.push(job);
         } else {
             counters.superseded.fetch_add(1, Ordering::Relaxed);
             let _ = job.reply.send(Ok(empty(StopReason::Superseded)));
         }
     }
-    *queue = kept;
     if queue.is_empty() {
         return None;
     }
@@ -620,7 +702,7 @@ mod tests {
         let counters = EngineCounters::default();
         let mut session = Session::new(FakeModel::new("zz"), None);
         // The loop drains all four jobs at once, runs the newest of each lane, then sees Shutdown.
-        let (first, _) = job(3, "warm");
+        let (first, _first_answer) = job(3, "warm");
         let mut queue = vec![first];
         while let Ok(command) = receiver.try_recv() {
             if enqueue(command, &mut queue).is_some() {
@@ -643,12 +725,32 @@ mod tests {
         assert_eq!(counters.superseded.load(Ordering::Relaxed), 2);
     }
 
+    #[test]
+    fn a_cancelled_warm_up_queued_after_the_request_that_cancelled_it_does_not_supersede_it() {
+        // The order the server can produce: the ghost-text request's job is sent from its handler, the warm-up's
+        // from a task spawned earlier that ran later; the request cancelled the warm-up before sending its job.
+        let (request, request_answer) = job(7, "fn main() {");
+        let (mut warm_up, mut warm_up_answer) = job(7, "fn main");
+        warm_up.request.max_tokens = 0;
+        warm_up.request.cancel.cancel();
+        let counters = EngineCounters::default();
+        let mut queue = vec![request, warm_up];
+        let picked = take_newest(&mut queue, &counters).expect("the live request runs");
+        assert_eq!(picked.request.prefix, "fn main() {");
+        assert!(queue.is_empty());
+        assert_eq!(warm_up_answer.try_recv().unwrap().unwrap().stop, StopReason::Cancelled);
+        assert_eq!(counters.superseded.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.cancelled.load(Ordering::Relaxed), 1);
+        drop((picked, request_answer));
+    }
+
     #[tokio::test]
     async fn missing_model_fails_clearly_and_answers_at_once() {
         let engine = Engine::start(EngineConfig {
             model: ModelSource::Path("/nonexistent/model.gguf".into()),
             threads: 1,
             n_ctx: 512,
+            max_memory_mb: None,
         });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
@@ -663,9 +765,47 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("not-a-model.gguf");
         std::fs::write(&path, b"hello, this is text").unwrap();
-        let engine = Engine::start(EngineConfig { model: ModelSource::Path(path.clone()), threads: 1, n_ctx: 512 });
+        let engine = Engine::start(EngineConfig {
+            model: ModelSource::Path(path.clone()),
+            threads: 1,
+            n_ctx: 512,
+            max_memory_mb: None,
+        });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_model_over_the_memory_limit_is_refused_before_llama_cpp_sees_it() {
+        let dir = std::env::temp_dir().join(format!("spark-engine-memory-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("header-only.gguf");
+        std::fs::write(&path, crate::gguf::tests::gemma_like()).unwrap();
+        let config = |max_memory_mb| EngineConfig {
+            model: ModelSource::Path(path.clone()),
+            threads: 1,
+            n_ctx: 131_072,
+            max_memory_mb: Some(max_memory_mb),
+        };
+        let engine = Engine::start(config(100));
+        let error = engine.wait_ready().await.unwrap_err();
+        // The context is capped at the 32768 tokens the model was trained for: 18 layers x 512 x 2 bytes each.
+        let EngineError::DoesNotFit { estimate, limit_mib: 100, .. } = &error else { panic!("{error}") };
+        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 576));
+        let message = error.to_string();
+        assert!(message.contains("with contextSize 32768") && message.contains("lower model.contextSize"), "{message}");
+        // A limit that fits passes the check; this header-only file then fails in llama.cpp instead.
+        let mut states = engine.subscribe();
+        states.borrow_and_update();
+        engine.reload(config(1 << 20)).unwrap();
+        let error = loop {
+            states.changed().await.unwrap();
+            if let EngineState::Failed { error } = states.borrow_and_update().clone() {
+                break error;
+            }
+        };
+        assert!(!matches!(error, EngineError::DoesNotFit { .. }), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

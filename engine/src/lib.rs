@@ -5,7 +5,10 @@
 
 mod engine;
 mod error;
+pub mod gguf;
+#[cfg(feature = "local")]
 mod local;
+pub mod memory;
 pub mod model_info;
 pub mod postprocess;
 pub mod prompt;
@@ -16,6 +19,7 @@ pub mod suggestion_cache;
 
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource, RecentCall, RECENT_CAP};
 pub use error::EngineError;
+pub use memory::MemoryEstimate;
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
 pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,

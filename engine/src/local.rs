@@ -1,6 +1,5 @@
 //! The local backend: llama.cpp through `llama-cpp-2`. Only this module touches llama.cpp.
 
-use std::io::Read;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -16,6 +15,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::error::EngineError;
+use crate::memory::{MemoryEstimate, N_BATCH};
 use crate::model_info::{FimFamily, ModelInfo};
 use crate::session::{LanguageModel, Sampling, Token};
 
@@ -31,21 +31,14 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
         .map_err(|reason| EngineError::Unavailable(format!("llama.cpp backend: {reason}")))
 }
 
-/// Checks that `path` exists and starts with the GGUF magic, so that a wrong file gets a clear message
-/// instead of whatever llama.cpp says about it.
-pub fn check_gguf(path: &Path) -> Result<u64, EngineError> {
-    let metadata = std::fs::metadata(path).map_err(|_| EngineError::ModelMissing { path: path.to_owned() })?;
-    let mut magic = [0u8; 4];
-    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut magic));
-    if read.is_err() || &magic != b"GGUF" {
-        return Err(EngineError::NotGguf { path: path.to_owned() });
-    }
-    Ok(metadata.len())
-}
-
-/// Loads a model file (memory-mapped) and reads what Spark needs to know about it.
-pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel, ModelInfo), EngineError> {
-    let size_bytes = check_gguf(path)?;
+/// Loads a model file (memory-mapped; `engine::check_model` has checked it) and reads what Spark needs to know
+/// about it. `n_ctx` is already capped at the model's training context.
+pub fn load_model(
+    path: &Path,
+    size_bytes: u64,
+    threads: usize,
+    n_ctx: u32,
+) -> Result<(LlamaModel, ModelInfo), EngineError> {
     let backend = backend()?;
     let started = Instant::now();
     let params = LlamaModelParams::default().with_use_mmap(true);
@@ -67,12 +60,13 @@ pub fn load_model(path: &Path, threads: usize, n_ctx: u32) -> Result<(LlamaModel
         n_params: model.n_params(),
         n_vocab: usize::try_from(vocab.n_tokens()).unwrap_or(0),
         n_ctx_train: model.n_ctx_train(),
-        n_ctx: n_ctx.min(model.n_ctx_train().max(512)),
+        n_ctx: crate::memory::effective_n_ctx(n_ctx, u64::from(model.n_ctx_train())),
         threads,
         fim,
         has_chat_template,
         chat,
         load_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        memory: None,
     };
     Ok((model, info))
 }
@@ -118,19 +112,23 @@ pub struct LlamaLm<'m> {
 }
 
 impl<'m> LlamaLm<'m> {
-    pub fn new(model: &'m LlamaModel, info: &ModelInfo) -> Result<Self, EngineError> {
+    /// A context of `info.n_ctx` tokens. Its allocation is where a context too large for the machine fails:
+    /// the error carries the estimate the memory check made.
+    pub fn new(model: &'m LlamaModel, info: &ModelInfo, estimate: &MemoryEstimate) -> Result<Self, EngineError> {
         let backend = backend()?;
         let n_threads = i32::try_from(info.threads).unwrap_or(1);
-        let batch_capacity = 512;
+        let batch_capacity = N_BATCH as usize;
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(info.n_ctx))
             .with_n_batch(batch_capacity as u32)
             .with_n_ubatch(batch_capacity as u32)
             .with_n_threads(n_threads)
             .with_n_threads_batch(n_threads);
-        let context = model
-            .new_context(backend, params)
-            .map_err(|error| EngineError::LoadFailed { path: info.path.clone(), reason: error.to_string() })?;
+        let context = model.new_context(backend, params).map_err(|error| EngineError::ContextAllocation {
+            path: info.path.clone(),
+            estimate: *estimate,
+            reason: error.to_string(),
+        })?;
         Ok(LlamaLm {
             model,
             n_ctx: context.n_ctx() as usize,

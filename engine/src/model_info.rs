@@ -21,6 +21,8 @@ pub struct ModelInfo {
     /// message, so task prompts can be framed as the model was trained. `None` for base models.
     pub chat: Option<ChatFrame>,
     pub load_ms: u64,
+    /// What the memory check estimated before loading (`None` for the scripted model).
+    pub memory: Option<crate::memory::MemoryEstimate>,
 }
 
 /// The text a chat template puts before and after a user message, up to where the assistant's answer begins.

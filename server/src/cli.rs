@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use spark_engine::{Engine, EngineConfig, ModelSource};
+use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, InlineSettings};
@@ -101,6 +101,12 @@ pub struct DoctorArgs {
     pub model: Option<PathBuf>,
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Context window in tokens, as the `model.contextSize` setting.
+    #[arg(long, default_value_t = 4096)]
+    pub context_size: u32,
+    /// Memory limit in MiB, as the `model.maxMemoryMb` setting (default: the memory available; 0: no check).
+    #[arg(long)]
+    pub max_memory_mb: Option<u64>,
 }
 
 /// Handlers tower-lsp runs at once; see `serve_stdio_guarded`.
@@ -130,6 +136,7 @@ fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
         model: config::resolve_model(model),
         threads: threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
         n_ctx: 4096,
+        max_memory_mb: None,
     }
 }
 
@@ -233,7 +240,11 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         "default path"
     };
-    let config = engine_config(args.model.as_deref(), args.threads);
+    let config = EngineConfig {
+        n_ctx: args.context_size.clamp(512, 131_072),
+        max_memory_mb: args.max_memory_mb,
+        ..engine_config(args.model.as_deref(), args.threads)
+    };
     match &config.model {
         ModelSource::Path(path) => println!("model:        {} (from {source})", path.display()),
         ModelSource::None => {
@@ -253,6 +264,9 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             println!("parameters:   {:.0} M", info.n_params as f64 / 1e6);
             println!("vocabulary:   {} tokens", info.n_vocab);
             println!("context:      {} tokens (trained {})", info.n_ctx, info.n_ctx_train);
+            if let Some(memory) = &info.memory {
+                println!("memory:       {memory}");
+            }
             match &info.fim {
                 Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),
                 None => println!("fill-in:      no FIM tokens; prefix completion, the suffix stops and trims"),
@@ -273,7 +287,13 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         Err(error) => {
             println!("status:       FAILED: {error}");
-            println!("fix:          run `make model` to install the default model, or point SPARK_MODEL / model.path at a GGUF file");
+            let fix = match error {
+                EngineError::DoesNotFit { .. } | EngineError::ContextAllocation { .. } => {
+                    "lower --context-size (model.contextSize), raise --max-memory-mb (model.maxMemoryMb) if the machine has the memory, or choose a smaller model"
+                }
+                _ => "run `make model` to install the default model, or point SPARK_MODEL / model.path at a GGUF file",
+            };
+            println!("fix:          {fix}");
             ExitCode::FAILURE
         }
     };

@@ -132,6 +132,9 @@ pub struct ModelSettings {
     pub threads: Option<usize>,
     /// Context window in tokens.
     pub context_size: Option<u32>,
+    /// The most memory the model may take, in MiB: weights, KV cache and compute buffer, estimated from the GGUF
+    /// header before loading. Default: the memory available when it loads; 0 turns the check off.
+    pub max_memory_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -182,6 +185,7 @@ impl Settings {
             model: resolve_model(self.model.path.as_deref()),
             threads: self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
             n_ctx: self.model.context_size.unwrap_or(4096).clamp(512, 131_072),
+            max_memory_mb: self.model.max_memory_mb,
         }
     }
 
@@ -234,7 +238,10 @@ mod tests {
         let nested = Settings::from_json(&json!({"spark": {"inline": {"deadlineMs": 250}}})).unwrap();
         assert_eq!(nested.inline.deadline_ms, 250);
         assert!(nested.inline.enabled);
-        let flat = Settings::from_json(&json!({"model": {"path": "/m.gguf", "threads": 3}, "other": 1})).unwrap();
+        let flat =
+            Settings::from_json(&json!({"model": {"path": "/m.gguf", "threads": 3, "maxMemoryMb": 900}, "other": 1}))
+                .unwrap();
+        assert_eq!(flat.engine_config().max_memory_mb, Some(900));
         assert_eq!(flat.model.path, Some(PathBuf::from("/m.gguf")));
         assert_eq!(flat.engine_config().threads, 3);
         assert_eq!(flat.engine_config().model, ModelSource::Path("/m.gguf".into()));

@@ -1,0 +1,111 @@
+//! Whether a model fits the memory Spark may use, decided before llama.cpp allocates anything: an estimate from
+//! the GGUF header (weights, the KV cache for the context size, llama.cpp's compute buffer) against a limit (the
+//! `model.maxMemoryMb` setting, else the memory available when the model loads).
+
+use std::fmt;
+
+use crate::gguf::GgufSummary;
+
+/// Tokens per batch the local backend creates its contexts with; the compute buffer grows with it.
+pub const N_BATCH: u32 = 512;
+
+const MIB: u64 = 1024 * 1024;
+
+/// What a model with a context of `n_ctx` tokens will take, in MiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    pub n_ctx: u32,
+    pub weights_mib: u64,
+    pub kv_cache_mib: u64,
+    pub compute_mib: u64,
+}
+
+impl MemoryEstimate {
+    pub fn total_mib(&self) -> u64 {
+        self.weights_mib + self.kv_cache_mib + self.compute_mib
+    }
+}
+
+impl fmt::Display for MemoryEstimate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "~{} MiB with contextSize {} (weights {}, KV cache {}, compute {})",
+            self.total_mib(),
+            self.n_ctx,
+            self.weights_mib,
+            self.kv_cache_mib,
+            self.compute_mib
+        )
+    }
+}
+
+/// The context the backend will really create: the request, capped at what the model was trained for.
+pub fn effective_n_ctx(requested: u32, n_ctx_train: u64) -> u32 {
+    match u32::try_from(n_ctx_train) {
+        Ok(0) => requested,
+        Ok(trained) => requested.min(trained.max(512)),
+        Err(_) => requested,
+    }
+}
+
+/// Weights are the file (memory-mapped); the KV cache holds f16 keys and values for every layer and position
+/// (llama.cpp keeps full-size caches for sliding-window layers too, and clears the whole buffer, so all of it is
+/// resident); the compute buffer counts one layer's attention scores for a full batch and one row of logits. llama.cpp also reserves
+/// logits for every token of a batch (512 x the vocabulary: 512 MiB for Gemma 3), but Spark asks for one row per
+/// batch, so those pages are never touched and are left out: the estimate is what the process will hold.
+pub fn estimate(file_bytes: u64, summary: &GgufSummary, n_ctx: u32) -> MemoryEstimate {
+    let n_ctx_u64 = u64::from(n_ctx);
+    let kv_bytes = n_ctx_u64
+        .saturating_mul(summary.n_layer)
+        .saturating_mul(summary.n_head_kv)
+        .saturating_mul(summary.key_length.saturating_add(summary.value_length))
+        .saturating_mul(2);
+    // One row of f32 logits, and f32 attention scores for a full batch against the whole context.
+    let compute_bytes = u64::from(N_BATCH)
+        .saturating_mul(n_ctx_u64)
+        .saturating_mul(summary.n_head)
+        .saturating_add(summary.n_vocab)
+        .saturating_mul(4);
+    MemoryEstimate {
+        n_ctx,
+        weights_mib: file_bytes.div_ceil(MIB),
+        kv_cache_mib: kv_bytes.div_ceil(MIB),
+        compute_mib: compute_bytes.div_ceil(MIB),
+    }
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in MiB; `None` where there is no such file.
+pub fn available_mib() -> Option<u64> {
+    parse_mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.trim_start_matches("MemAvailable:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_model_at_4096_tokens() {
+        let summary = crate::gguf::read_summary(&mut crate::gguf::tests::gemma_like().as_slice()).unwrap();
+        let summary = GgufSummary { n_vocab: 262_144, ..summary };
+        // llama.cpp reports 235 MiB of weights and a 72 MiB KV cache (12 + 60); the bench measures 376 MiB RSS.
+        let estimate = estimate(253_113_024, &summary, 4096);
+        assert_eq!((estimate.weights_mib, estimate.kv_cache_mib, estimate.compute_mib), (242, 72, 33));
+        assert_eq!(estimate.to_string(), "~347 MiB with contextSize 4096 (weights 242, KV cache 72, compute 33)");
+        assert_eq!(effective_n_ctx(131_072, summary.n_ctx_train), 32_768);
+        assert_eq!(effective_n_ctx(4096, 0), 4096);
+    }
+
+    #[test]
+    fn mem_available_in_mib() {
+        let meminfo = "MemTotal:       24683520 kB\nMemFree:         1677312 kB\nMemAvailable:   24117248 kB\n";
+        assert_eq!(parse_mem_available(meminfo), Some(23_552));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+    }
+}
