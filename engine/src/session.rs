@@ -121,18 +121,23 @@ pub trait LanguageModel {
 }
 
 /// Prompt tokens are evaluated in chunks so that a cancel lands within one chunk; what was evaluated stays
-/// cached, so a cancelled cold prompt still warms the cache for the next keystroke.
-const PROMPT_CHUNK: usize = 128;
+/// cached, so a cancelled cold prompt still warms the cache for the next keystroke. 64 tokens take ~0.2 s on
+/// two cores with the default model: the longest a keystroke waits behind background work.
+const PROMPT_CHUNK: usize = 64;
+/// The smallest chunk worth starting before a deadline (smaller ones cost more per token).
+const MIN_PROMPT_CHUNK: usize = 16;
 
 pub struct Session<M> {
     pub model: M,
     pub fim: Option<FimTemplate>,
     cached: Vec<Token>,
+    /// Measured time to evaluate one prompt token (a moving average over chunks), to size chunks to deadlines.
+    prompt_cost: Option<Duration>,
 }
 
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
-        Session { model, fim, cached: Vec::new() }
+        Session { model, fim, cached: Vec::new(), prompt_cost: None }
     }
 
     /// Tokens currently in the KV cache, in order.
@@ -160,22 +165,37 @@ impl<M: LanguageModel> Session<M> {
             self.cached.truncate(n_keep);
         }
         stats.n_reused = n_keep;
-        for chunk in tokens[n_keep..].chunks(PROMPT_CHUNK) {
+        let mut next = n_keep;
+        while next < tokens.len() {
             if request.cancel.is_cancelled() {
                 return Ok(self.finish(String::new(), StopReason::Cancelled, stats, started));
             }
             // Past the deadline the answer is empty anyway; what was evaluated stays cached, so the next request
-            // goes on from there instead of paying for all of a huge prompt at once.
-            if Instant::now() >= request.deadline {
+            // goes on from there instead of paying for all of a huge prompt at once. A chunk is sized to end
+            // before the deadline (from the measured cost per token), so a keystroke's answer is not held up by
+            // a chunk that started just before it.
+            let left = request.deadline.saturating_duration_since(Instant::now());
+            let fits = self.prompt_cost.map_or(PROMPT_CHUNK, |per_token| {
+                usize::try_from(left.as_micros() / per_token.as_micros().max(1)).unwrap_or(usize::MAX)
+            });
+            if left.is_zero() || fits < MIN_PROMPT_CHUNK.min(tokens.len() - next) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
             }
+            let chunk = &tokens[next..(next + fits.min(PROMPT_CHUNK)).min(tokens.len())];
             let first_pos = self.cached.len();
+            let chunk_started = Instant::now();
             if let Err(error) = self.model.decode(chunk, first_pos) {
                 self.reset();
                 return Err(error);
             }
+            if chunk.len() >= MIN_PROMPT_CHUNK {
+                let per_token = chunk_started.elapsed() / u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+                // A moving average: one slow chunk (another process took the core) does not stall the next ones.
+                self.prompt_cost = Some(self.prompt_cost.map_or(per_token, |old| (old * 3 + per_token) / 4));
+            }
             self.cached.extend_from_slice(chunk);
             stats.n_decoded += chunk.len();
+            next += chunk.len();
         }
         stats.prompt_ms = millis(started.elapsed());
         if request.max_tokens == 0 {

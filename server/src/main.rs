@@ -7,7 +7,7 @@ use spark_lsp::cli::{self, Cli, Command};
 use spark_lsp::tasks::TaskKind;
 
 fn main() -> ExitCode {
-    prefer_passive_openmp_waits();
+    prefer_bounded_openmp_spinning();
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -39,22 +39,25 @@ fn main() -> ExitCode {
     }
 }
 
-/// llama.cpp's OpenMP workers spin at barriers by default. Next to rust-analyzer or a build that spin collapses
-/// latency (measured with `make bench`: with one core busy, 25 of 42 keystrokes got a suggestion spinning,
-/// 42 of 42 with passive waits). libgomp reads `OMP_WAIT_POLICY` when the process loads, so the server
-/// re-executes itself once with it set, unless the user set it.
-fn prefer_passive_openmp_waits() {
+/// llama.cpp's OpenMP workers wait at a barrier between every operation of every token. Spinning forever
+/// (`OMP_WAIT_POLICY=active`) collapses next to rust-analyzer or a build; sleeping at once (`passive`) halves
+/// generation speed (measured with `spark-bench --busy-core`: passive 24 tok/s, active 41, idle). A bounded spin
+/// (`GOMP_SPINCOUNT=20000`, tens of microseconds, then sleep) catches the barriers within a token and sleeps
+/// between tokens and requests: 41 tok/s idle, and the most suggestions of the three with one core busy.
+/// libgomp reads these variables when the process loads, so the server re-executes itself once with the spin
+/// count set, unless the user set either variable.
+fn prefer_bounded_openmp_spinning() {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        if std::env::var_os("OMP_WAIT_POLICY").is_some() {
+        if std::env::var_os("OMP_WAIT_POLICY").is_some() || std::env::var_os("GOMP_SPINCOUNT").is_some() {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };
         let error =
-            std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("OMP_WAIT_POLICY", "PASSIVE").exec();
+            std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("GOMP_SPINCOUNT", "20000").exec();
         // exec only returns on failure: go on with the default policy.
-        eprintln!("spark-lsp: could not re-execute with OMP_WAIT_POLICY=PASSIVE ({error}); continuing");
+        eprintln!("spark-lsp: could not re-execute with GOMP_SPINCOUNT=20000 ({error}); continuing");
     }
 }
 

@@ -69,11 +69,11 @@ struct Keystroke {
 }
 
 fn main() -> Result<()> {
-    // spark-lsp re-executes itself with passive OpenMP waits unless the environment says otherwise; llama-server
-    // gets the same policy (spinning workers collapse when another process takes a core, which would measure the
-    // policy, not the path). Set before any thread starts.
-    if std::env::var_os("OMP_WAIT_POLICY").is_none() {
-        std::env::set_var("OMP_WAIT_POLICY", "PASSIVE");
+    // spark-lsp re-executes itself with a bounded OpenMP spin (GOMP_SPINCOUNT=20000) unless the environment says
+    // otherwise; llama-server gets the same policy, so that rows differ by path, not by wait policy. Set before
+    // any thread starts (both inherit it).
+    if std::env::var_os("OMP_WAIT_POLICY").is_none() && std::env::var_os("GOMP_SPINCOUNT").is_none() {
+        std::env::set_var("GOMP_SPINCOUNT", "20000");
     }
     eprintln!("remote-bench: starting llama-server (builds it on first use)");
     let threads = THREADS.to_string();
@@ -639,8 +639,9 @@ context chunks; one connection per request, as with curl.\n\
 each runs up to 4 samples (greedy, then seeded temperatures) within 12 s until one verifies. The first sample is \
 greedy on both backends; the seeded ones come from different samplers (Spark's, and llama-server's own chain), \
 so which fixes verify may differ.\n\
-- Both spark-lsp and llama-server run with passive OpenMP waits (spark-lsp's default; the bench sets it for \
-llama-server unless `OMP_WAIT_POLICY` is set), so that rows differ by path, not by wait policy.\n\
+- Both spark-lsp and llama-server run with the same bounded OpenMP spin (`GOMP_SPINCOUNT=20000`, spark-lsp's \
+default; the bench sets it for llama-server unless `OMP_WAIT_POLICY` or `GOMP_SPINCOUNT` is set), so that rows \
+differ by path, not by wait policy.\n\
 - One run on a shared 2-core machine: other processes compete for the cores, so numbers are noisy.\n",
         FIX_CASES.join(", ")
     );

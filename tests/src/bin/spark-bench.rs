@@ -482,13 +482,13 @@ fn main() -> anyhow::Result<()> {
         configs.push(row("no reuse", no_reuse.clone(), Pace::Wait, false));
     }
     if args.iter().any(|arg| arg == "--busy-core") {
-        configs.push(row("one core busy, passive waits (default)", vec![], Pace::Rate(rate), true));
-        configs.push(row(
-            "one core busy, OMP_WAIT_POLICY=active",
-            vec![("OMP_WAIT_POLICY", "ACTIVE")],
-            Pace::Rate(rate),
-            true,
-        ));
+        let passive = vec![("OMP_WAIT_POLICY", "PASSIVE")];
+        let active = vec![("OMP_WAIT_POLICY", "ACTIVE")];
+        configs.push(row("one core busy, Spark's default waits", vec![], Pace::Wait, true));
+        configs.push(row("one core busy, OMP_WAIT_POLICY=passive", passive.clone(), Pace::Wait, true));
+        configs.push(row("one core busy, OMP_WAIT_POLICY=active", active.clone(), Pace::Wait, true));
+        configs.push(row("idle, OMP_WAIT_POLICY=passive", passive, Pace::Wait, false));
+        configs.push(row("idle, OMP_WAIT_POLICY=active", active, Pace::Wait, false));
     }
     let mut rows = Vec::new();
     for config in &configs {
