@@ -175,8 +175,9 @@ impl<M: LanguageModel> Session<M> {
             // before the deadline (from the measured cost per token), so a keystroke's answer is not held up by
             // a chunk that started just before it.
             let left = request.deadline.saturating_duration_since(Instant::now());
+            // With a margin: tokens later in a long prompt cost more (attention), and the average mixes them.
             let fits = self.prompt_cost.map_or(PROMPT_CHUNK, |per_token| {
-                usize::try_from(left.as_micros() / per_token.as_micros().max(1)).unwrap_or(usize::MAX)
+                usize::try_from(left.as_micros() * 2 / (per_token.as_micros().max(1) * 3)).unwrap_or(usize::MAX)
             });
             if left.is_zero() || fits < MIN_PROMPT_CHUNK.min(tokens.len() - next) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));

@@ -159,7 +159,7 @@ impl Default for InlineSettings {
     fn default() -> Self {
         InlineSettings {
             enabled: true,
-            deadline_ms: 240,
+            deadline_ms: 225,
             max_tokens: 48,
             max_lines: 8,
             route: Route::Local,
