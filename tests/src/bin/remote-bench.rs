@@ -34,8 +34,8 @@ use tokio_util::sync::CancellationToken;
 const THREADS: usize = 2;
 /// Spark's default context size, given to llama-server too.
 const CONTEXT_SIZE: usize = 4096;
-/// Spark's defaults for ghost text (`inline.maxTokens`, `inline.deadlineMs`); llama.vim-style requests get the
-/// same token budget.
+/// Spark's default token budget for ghost text (`inline.maxTokens`), which llama.vim-style requests get too, and a
+/// deadline longer than Spark's 225 ms default, so that every path can finish the same suggestions.
 const MAX_TOKENS: usize = 48;
 const DEADLINE_MS: u64 = 1000;
 const MODEL_NAME: &str = "gemma-3-270m";
@@ -626,12 +626,9 @@ rows: until one shows text). Budgets: {MAX_TOKENS} tokens; RemoteClient alone an
 of the line; Spark decides line or block from the cursor and stops at its {DEADLINE_MS} ms deadline (keeping what \
 arrived), the others have no such cut. Spark rows are measured at the editor's side of stdio and include LSP, context building and the syntax check; Spark's prompt adds a header \
 (path, imports), the other rows send the plain prefix.\n\
-- Spark in process answers a keystroke without the model when the user typed the start of the shown suggestion \
-(the typed-ahead cache); the remote route has no such cache, so every keystroke is a round trip. At this cursor (the \
-end of a line in a function body) Spark asks for a block of up to 4 lines: in process its stop rules (dedent, line \
-count, repeats) end generation as tokens arrive, while the remote route applies only the stop string `\\n\\n\\n` \
-while streaming and the other rules after the answer, so remote answers stream on to {MAX_TOKENS} tokens or the \
-deadline.\n\
+- Both Spark rows answer a keystroke without a model call when the user typed the start of the shown suggestion \
+(the typed-ahead cache sits in front of either route), and apply the same stop rules (end of line, dedent, line \
+count) as tokens arrive — streamed from llama-server, the stream is closed as soon as a rule fires.\n\
 - llama.vim-style: what llama.vim / llama.vscode send per keystroke, without their client-side cache or extra \
 context chunks; one connection per request, as with curl.\n\
 - Spark fix: `workspace/executeCommand spark.fix` at the error, answered after the verified edit went out through \

@@ -585,13 +585,18 @@ fn main() -> anyhow::Result<()> {
                 latencies.sort_by(f64::total_cmp);
                 pct(&latencies, 0.5)
             };
+            let (slow_ms, fast_ms) = (same(slow), same(fast));
+            if slow_ms.is_nan() || fast_ms.is_nan() {
+                println!("median over the first {NO_REUSE_CHARS} characters of each body: {} / {}: n/a (no answered requests on one side)", slow.label, fast.label);
+                continue;
+            }
             println!(
                 "median over the first {NO_REUSE_CHARS} characters of each body, {} / {}: {:.0} ms / {:.0} ms = {:.1}x",
                 slow.label,
                 fast.label,
-                same(slow),
-                same(fast),
-                same(slow) / same(fast).max(0.5)
+                slow_ms,
+                fast_ms,
+                slow_ms / fast_ms.max(0.5)
             );
         }
     }
