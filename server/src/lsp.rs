@@ -10,7 +10,7 @@ use std::time::Instant;
 use dashmap::DashMap;
 use futures::FutureExt;
 use serde_json::{json, Value};
-use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth};
+use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth, StopReason};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::notification::Notification;
@@ -288,6 +288,7 @@ impl Spark {
         let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
         // A newer keystroke or an edit cancels this request: answer at once instead of waiting for the model
         // thread to reach it.
+        let request = prepared.request.clone();
         let result = tokio::select! {
             result = generator.generate(prepared.request) => result,
             _ = cancel.cancelled() => {
@@ -309,6 +310,10 @@ impl Spark {
         };
         if completion.text.is_empty() {
             tracing::debug!(stop = ?completion.stop, "no suggestion");
+            let cold = completion.stop == StopReason::Deadline && completion.stats.n_generated == 0;
+            if cold && settings.inline.route == Route::Local {
+                self.finish_prompt_in_background(uri, &engine, request);
+            }
             return None;
         }
         let document = self.documents.get(uri)?;
@@ -375,6 +380,36 @@ impl Spark {
                 suggest::prepare(&accepted, byte + shown.len(), Some(&path), &extra, lane, &inline, cancel).request;
             request.background = true;
             request.deadline = Instant::now() + PREFETCH_BUDGET;
+            let _ = engine.complete(request).await;
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+    }
+
+    /// The deadline came while the prompt was still being evaluated (a cold cache: the user switched files, or
+    /// jumped far): the rest of it is evaluated in the background, so that after a pause the next keystroke finds
+    /// it in the KV cache. Any keystroke cancels it; what was evaluated stays cached.
+    fn finish_prompt_in_background(
+        &self,
+        uri: &Uri,
+        engine: &Arc<Engine>,
+        mut request: spark_engine::CompletionRequest,
+    ) {
+        let cancel = engine.background_token();
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        match self.inflight.entry(uri.clone()) {
+            dashmap::Entry::Occupied(_) => return,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel.clone()));
+            }
+        }
+        request.max_tokens = 0;
+        request.background = true;
+        request.cancel = cancel;
+        request.deadline = Instant::now() + std::time::Duration::from_secs(30);
+        let engine = engine.clone();
+        let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

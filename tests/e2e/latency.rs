@@ -154,6 +154,27 @@ fn a_shown_suggestion_is_prefetched_in_its_accepted_state() {
     client.shutdown(Duration::from_secs(20)).unwrap();
 }
 
+#[test]
+fn a_prompt_cut_by_the_deadline_is_finished_in_the_background() {
+    let mut client = LspClient::start(&[], None).unwrap();
+    // A deadline too short for any prompt: the request is answered empty while its prompt is still cold.
+    client.initialize(json!({"inline": {"deadlineMs": 1, "prefetch": false}})).unwrap();
+    client.wait_model_ready(Duration::from_secs(180)).unwrap();
+    let (text, at) = fixture();
+    open(&mut client, URI, &text);
+    let response = client
+        .request("textDocument/inlineCompletion", inline_params(URI, &text, at), Duration::from_secs(180))
+        .unwrap();
+    assert_eq!(response["result"]["items"], json!([]), "{response}");
+    let finished = wait_prefetch(&mut client);
+    let calls = recent_calls(&mut client);
+    let cut = interactive(&calls).last().copied().cloned().expect("the request's model call");
+    assert_eq!(cut["stop"], "Deadline", "{cut}");
+    assert_eq!(finished["stop"], "WarmedUp", "the background call evaluated the rest of the prompt: {finished}");
+    assert_eq!(finished["nPrompt"], cut["nPrompt"], "the same prompt: {finished} vs {cut}");
+    client.shutdown(Duration::from_secs(20)).unwrap();
+}
+
 /// The prompt size of the first ghost-text request in the fixture after `other_uri` was opened.
 fn prompt_tokens_with(other_uri: &str, options: Value) -> u64 {
     let log = scratch_dir("ring").join("server.log");
