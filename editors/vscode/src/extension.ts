@@ -31,6 +31,8 @@ interface SparkStatus {
 export interface SparkOptions {
   model?: { path?: string; threads?: number };
   inline?: { enabled?: boolean; deadlineMs?: number; maxTokens?: number; route?: "local" | "remote" };
+  remote?: Record<string, unknown>;
+  context?: Record<string, unknown>;
 }
 
 let client: LanguageClient | undefined;
@@ -80,7 +82,13 @@ export function sparkOptions(): SparkOptions {
   const maxTokens = config.get<number>("inline.maxTokens", 0);
   if (maxTokens > 0) inline.maxTokens = maxTokens;
 
-  return { model, inline };
+  const options: SparkOptions = { model, inline };
+  // Passed through as the server reads them (see the README's configuration table).
+  const remote = config.get<Record<string, unknown>>("remote", {});
+  if (remote && Object.keys(remote).length > 0) options.remote = remote;
+  const context = config.get<Record<string, unknown>>("context", {});
+  if (context && Object.keys(context).length > 0) options.context = context;
+  return options;
 }
 
 async function startClient(): Promise<void> {
