@@ -246,8 +246,9 @@ impl Engine {
 
     /// Keeps a ghost-text answer (from this engine or a remote one) for `cached`.
     pub fn remember(&self, request: &CompletionRequest, completion: &Completion) {
-        // An answer cut by the deadline is still whole lines and worth reusing; one cut by a newer keystroke is not.
-        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
+        // An answer cut short is not kept: by a newer keystroke it is stale, and by the deadline it is a fragment
+        // that asking again would only repeat (the server computes the whole one in the background instead).
+        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline);
         if !cacheable(request) || !whole {
             return;
         }

@@ -308,10 +308,17 @@ impl Spark {
                 return None;
             }
         };
+        let local = settings.inline.route == Route::Local;
+        // Cut by the deadline while generating: the whole suggestion is computed in the background and cached, for
+        // the next request in this state or typed along it.
+        let cut = completion.stop == StopReason::Deadline && completion.stats.n_generated > 0;
+        if cut && local {
+            self.continue_in_background(uri, &engine, request.clone());
+        }
         if completion.text.is_empty() {
             tracing::debug!(stop = ?completion.stop, "no suggestion");
             let cold = completion.stop == StopReason::Deadline && completion.stats.n_generated == 0;
-            if cold && settings.inline.route == Route::Local {
+            if cold && local {
                 self.finish_prompt_in_background(uri, &engine, request);
             }
             return None;
@@ -322,7 +329,7 @@ impl Spark {
             return None;
         }
         let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
-        if settings.inline.prefetch && settings.inline.route == Route::Local {
+        if settings.inline.prefetch && local && !cut {
             self.prefetch_accepted(uri, &document, prepared.byte, &text, &extra, &settings);
         }
         let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -381,6 +388,33 @@ impl Spark {
             request.background = true;
             request.deadline = Instant::now() + PREFETCH_BUDGET;
             let _ = engine.complete(request).await;
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+    }
+
+    /// Computes in the background the whole suggestion that the deadline cut, and caches it as the shown one: a
+    /// client that asks again in the same state (Helix's completion menu) or the user typing along it gets all
+    /// of it without a model call. Any keystroke cancels it.
+    fn continue_in_background(&self, uri: &Uri, engine: &Arc<Engine>, mut request: spark_engine::CompletionRequest) {
+        let cancel = engine.background_token();
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        match self.inflight.entry(uri.clone()) {
+            dashmap::Entry::Occupied(_) => return,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel.clone()));
+            }
+        }
+        request.background = true;
+        request.cancel = cancel;
+        request.deadline = Instant::now() + PREFETCH_BUDGET;
+        let engine = engine.clone();
+        let handle = tokio::spawn(async move {
+            if let Ok(completion) = engine.complete(request.clone()).await {
+                request.background = false;
+                engine.remember(&request, &completion);
+            }
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tasks.retain(|task| !task.is_finished());

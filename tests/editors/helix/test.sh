@@ -56,7 +56,9 @@ tmux_ send-keys /println Enter
 sleep 0.3
 tmux_ send-keys o
 tmux_ send-keys -l 'let y = max('
+# A pause after Escape: an Escape followed at once by `:` reads as Alt-: in a terminal.
 tmux_ send-keys Escape
+sleep 0.3
 tmux_ send-keys -l ':w'
 tmux_ send-keys Enter
 deadline=$((SECONDS + 10))
@@ -93,6 +95,7 @@ sleep 0.3
 tmux_ send-keys Enter
 sleep 0.3
 tmux_ send-keys Escape
+sleep 0.3
 tmux_ send-keys -l ':w'
 tmux_ send-keys Enter
 deadline=$((SECONDS + 10))
