@@ -228,7 +228,8 @@ impl Engine {
     /// The answer for a ghost-text request that needs no model call (the same context, or the user typed the
     /// start of the shown suggestion), from the suggestion cache. Used in front of the remote route too.
     pub fn cached(&self, request: &CompletionRequest) -> Option<Completion> {
-        if !cacheable(request) {
+        // Background work computes what is not cached yet, or the whole of a cut answer that is.
+        if !cacheable(request) || request.background {
             return None;
         }
         let mut cache = self.lock_cache();
@@ -246,9 +247,9 @@ impl Engine {
 
     /// Keeps a ghost-text answer (from this engine or a remote one) for `cached`.
     pub fn remember(&self, request: &CompletionRequest, completion: &Completion) {
-        // An answer cut short is not kept: by a newer keystroke it is stale, and by the deadline it is a fragment
-        // that asking again would only repeat (the server computes the whole one in the background instead).
-        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded | StopReason::Deadline);
+        // An answer cut by the deadline is still worth reusing (typing along it); one cut by a newer keystroke is
+        // not. The server computes the whole of a cut answer in the background, which then replaces it.
+        let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
         if !cacheable(request) || !whole {
             return;
         }
