@@ -364,12 +364,8 @@ impl Spark {
             return;
         };
         let cancel = engine.background_token();
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        match self.inflight.entry(uri.clone()) {
-            dashmap::Entry::Occupied(_) => return,
-            dashmap::Entry::Vacant(vacant) => {
-                vacant.insert((request_id, cancel.clone()));
-            }
+        if !self.register_background(uri, &cancel) {
+            return;
         }
         let mut accepted = document.clone();
         let shown = shown.to_owned();
@@ -389,9 +385,7 @@ impl Spark {
             request.deadline = Instant::now() + PREFETCH_BUDGET;
             let _ = engine.complete(request).await;
         });
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(handle);
+        self.keep_task(handle);
     }
 
     /// Computes in the background the whole suggestion that the deadline cut, and caches it as the shown one: a
@@ -399,12 +393,8 @@ impl Spark {
     /// of it without a model call. Any keystroke cancels it.
     fn continue_in_background(&self, uri: &Uri, engine: &Arc<Engine>, mut request: spark_engine::CompletionRequest) {
         let cancel = engine.background_token();
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        match self.inflight.entry(uri.clone()) {
-            dashmap::Entry::Occupied(_) => return,
-            dashmap::Entry::Vacant(vacant) => {
-                vacant.insert((request_id, cancel.clone()));
-            }
+        if !self.register_background(uri, &cancel) {
+            return;
         }
         request.background = true;
         request.cancel = cancel;
@@ -416,9 +406,7 @@ impl Spark {
                 engine.remember(&request, &completion);
             }
         });
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(handle);
+        self.keep_task(handle);
     }
 
     /// The deadline came while the prompt was still being evaluated (a cold cache: the user switched files, or
@@ -431,12 +419,8 @@ impl Spark {
         mut request: spark_engine::CompletionRequest,
     ) {
         let cancel = engine.background_token();
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        match self.inflight.entry(uri.clone()) {
-            dashmap::Entry::Occupied(_) => return,
-            dashmap::Entry::Vacant(vacant) => {
-                vacant.insert((request_id, cancel.clone()));
-            }
+        if !self.register_background(uri, &cancel) {
+            return;
         }
         request.max_tokens = 0;
         request.background = true;
@@ -446,9 +430,7 @@ impl Spark {
         let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
         });
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(handle);
+        self.keep_task(handle);
     }
 
     fn spawn_status_watcher(&self, engine: Arc<Engine>) {
@@ -490,6 +472,26 @@ impl Spark {
             }
         });
         self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
+    }
+
+    /// Registers background work for `uri` only when nothing runs for it: background work never cancels a
+    /// request, and a later request or edit of the document cancels it.
+    fn register_background(&self, uri: &Uri, cancel: &CancellationToken) -> bool {
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        match self.inflight.entry(uri.clone()) {
+            dashmap::Entry::Occupied(_) => false,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel.clone()));
+                true
+            }
+        }
+    }
+
+    /// Keeps a spawned task's handle (aborted at shutdown), dropping those that finished.
+    fn keep_task(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
     }
 
     /// Chunks of other recently opened or edited documents for the front of a prompt in `uri` (never from
@@ -537,21 +539,14 @@ impl Spark {
         let path = suggest::display_path(uri.as_str());
         let request = suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri.as_str()), cancel.clone());
         drop(document);
-        // A warm-up never cancels a real request: it registers only when nothing runs for the document (and a
-        // later request or edit cancels it).
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        match self.inflight.entry(uri.clone()) {
-            dashmap::Entry::Occupied(_) => return,
-            dashmap::Entry::Vacant(vacant) => {
-                vacant.insert((request_id, cancel));
-            }
+        // A warm-up never cancels a real request.
+        if !self.register_background(uri, &cancel) {
+            return;
         }
         let handle = tokio::spawn(async move {
             let _ = engine.complete(request).await;
         });
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(handle);
+        self.keep_task(handle);
     }
 
     /// Publishes Spark's syntax diagnostics for a document once it has been quiet for a moment.
