@@ -13,8 +13,9 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# MODEL=NAME installs another model (scripts/install-model.sh --list); the default model otherwise.
 model:
-	@bash scripts/install-model.sh
+	@bash scripts/install-model.sh $(MODEL)
 
 build: deps
 	$(CARGO) build --release --workspace --bins
