@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::tiers::Tier;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 const TASK_LANE: u64 = u64::MAX;
@@ -106,6 +107,8 @@ pub struct TaskOutcome {
     pub samples_tried: usize,
     pub rejections: Vec<String>,
     pub ms: u64,
+    /// The model tier that produced the edit (or tried last).
+    pub tier: Tier,
 }
 
 impl TaskOutcome {
@@ -134,7 +137,14 @@ pub async fn run(
 }
 
 fn nothing(title: &str) -> TaskOutcome {
-    TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
+    TaskOutcome {
+        changes: Vec::new(),
+        title: title.to_owned(),
+        samples_tried: 0,
+        rejections: Vec::new(),
+        ms: 0,
+        tier: Tier::Fast,
+    }
 }
 
 /// Samples the model on `task` until `accept` takes a candidate, the samples run out or the time does. `accept`
@@ -303,7 +313,14 @@ async fn fix(
                 replace: node,
                 insert: repaired,
             };
-            return Ok(TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 });
+            return Ok(TaskOutcome {
+                changes: vec![change],
+                title,
+                samples_tried: 0,
+                rejections: Vec::new(),
+                ms: 0,
+                tier: Tier::Fast,
+            });
         }
     }
     // An instruction-tuned model rewrites the whole function around the error (a misspelled name or a wrong
@@ -334,7 +351,7 @@ async fn fix(
     };
     let (replace, insert) = narrow_rewrite(&document.text, node, &candidate);
     let change = FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert };
-    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 })
+    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast })
 }
 
 /// `answer` without the lines at its start that repeat the end of `before` and the lines at its end that repeat
@@ -549,9 +566,14 @@ async fn rust_tests(
     })
     .await?;
     Ok(match found {
-        Some(change) => {
-            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
-        }
+        Some(change) => TaskOutcome {
+            changes: vec![change],
+            title: title.to_owned(),
+            samples_tried: tried,
+            rejections,
+            ms: 0,
+            tier: Tier::Fast,
+        },
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
 }
@@ -771,9 +793,14 @@ async fn ts_tests(
     })
     .await?;
     Ok(match found {
-        Some(change) => {
-            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
-        }
+        Some(change) => TaskOutcome {
+            changes: vec![change],
+            title: title.to_owned(),
+            samples_tried: tried,
+            rejections,
+            ms: 0,
+            tier: Tier::Fast,
+        },
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
 }
@@ -967,7 +994,9 @@ async fn regex(
     })
     .await?;
     Ok(match found {
-        Some(change) => TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 },
+        Some(change) => {
+            TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast }
+        }
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) },
     })
 }
