@@ -58,6 +58,9 @@ pub struct Spark {
     remote_warned: AtomicBool,
     /// Recently opened or edited places, for the other-files context of ghost-text prompts.
     ring: Mutex<Ring<Uri>>,
+    /// `SPARK_TEST_PANIC`, read once at start: the LSP method whose handler panics on purpose (tests of the
+    /// panic guard; nothing else reads it).
+    test_panic: Option<String>,
 }
 
 const NO_LATENCY: u64 = u64::MAX;
@@ -92,6 +95,14 @@ impl Spark {
             remote: RwLock::new(None),
             remote_warned: AtomicBool::new(false),
             ring: Mutex::new(Ring::default()),
+            test_panic: std::env::var("SPARK_TEST_PANIC").ok().filter(|method| !method.is_empty()),
+        }
+    }
+
+    /// The test-only hook: panics in the handler of `method` when `SPARK_TEST_PANIC` named it at start.
+    fn panic_if_asked(&self, method: &str) {
+        if self.test_panic.as_deref() == Some(method) {
+            panic!("SPARK_TEST_PANIC: a panic on purpose in {method}");
         }
     }
 
@@ -893,6 +904,7 @@ impl LanguageServer for Spark {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        self.panic_if_asked("textDocument/codeAction");
         let encoding = self.encoding();
         let resolve = self.resolve_supported.load(Ordering::Relaxed);
         // A file whose text must not reach a model gets no model actions.
@@ -912,6 +924,7 @@ impl LanguageServer for Spark {
     }
 
     async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
+        self.panic_if_asked("codeAction/resolve");
         let Some(data) = action.data.clone().and_then(|data| serde_json::from_value::<ActionData>(data).ok()) else {
             return Ok(action);
         };
@@ -923,6 +936,7 @@ impl LanguageServer for Spark {
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        self.panic_if_asked("workspace/executeCommand");
         let argument = params.arguments.into_iter().next().unwrap_or(Value::Null);
         let data = match serde_json::from_value::<ActionData>(argument) {
             Ok(mut data) => {
