@@ -101,8 +101,11 @@ fn a_panic_in_any_handler_is_answered_with_an_error_and_the_server_keeps_answeri
     let at = json!({"line": 1, "character": 38});
     let data = json!({"task": "spark.fix", "uri": URI, "version": 1, "range": {"start": at, "end": at}});
     let cases = [
-        ("textDocument/codeAction", json!({"textDocument": {"uri": URI}, "range": {"start": at, "end": at},
-                                           "context": {"diagnostics": []}})),
+        (
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": {"start": at, "end": at},
+                                           "context": {"diagnostics": []}}),
+        ),
         ("codeAction/resolve", json!({"title": "Spark fix", "data": data})),
         ("workspace/executeCommand", json!({"command": "spark.fix", "arguments": [data]})),
     ];
