@@ -26,7 +26,17 @@ echo "== fuzz toolchain: $toolchain ($(cargo +"$toolchain" --version))"
 if ! cargo +"$toolchain" fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
-for target in $(cargo +"$toolchain" fuzz list); do
+targets=$(cargo +"$toolchain" fuzz list) || { echo "fuzz: 0 passed, 1 failed (cannot list the targets)"; exit 1; }
+passed=0
+failed=0
+for target in $targets; do
     echo "== fuzz $target for ${secs}s"
-    cargo +"$toolchain" fuzz run --sanitizer "$sanitizer" "$target" -- -max_total_time="$secs" -max_len=4096
+    if cargo +"$toolchain" fuzz run --sanitizer "$sanitizer" "$target" -- -max_total_time="$secs" -max_len=4096; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
 done
+# Read by scripts/test-all.sh: one target run is one test.
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" = 0 ]

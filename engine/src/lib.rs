@@ -31,14 +31,21 @@ pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, Stop
 pub const DEFAULT_MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
 
 /// Where the server looks for a model when neither `SPARK_MODEL` nor the `model.path` setting names one:
-/// `$XDG_DATA_HOME/spark/models/gemma-3-270m-q4_k_m.gguf`, or `~/.local/share/spark/models/…`.
+/// `$SPARK_MODEL_DIR/gemma-3-270m-q4_k_m.gguf`, else `$XDG_DATA_HOME/spark/models/…`, else
+/// `~/.local/share/spark/models/…` (where scripts/install-model.sh puts it, by the same rules).
 pub fn default_model_path() -> Option<std::path::PathBuf> {
-    let data_home =
-        std::env::var_os("XDG_DATA_HOME")
-            .filter(|value| !value.is_empty())
-            .map(std::path::PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".local/share")))?;
-    Some(data_home.join("spark/models").join(DEFAULT_MODEL_FILE))
+    Some(models_dir()?.join(DEFAULT_MODEL_FILE))
+}
+
+/// The directory of installed models: `$SPARK_MODEL_DIR`, else `$XDG_DATA_HOME/spark/models`, else
+/// `~/.local/share/spark/models`.
+pub fn models_dir() -> Option<std::path::PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(std::path::PathBuf::from);
+    if let Some(dir) = set("SPARK_MODEL_DIR") {
+        return Some(dir);
+    }
+    let data_home = set("XDG_DATA_HOME").or_else(|| set("HOME").map(|home| home.join(".local/share")))?;
+    Some(data_home.join("spark/models"))
 }
 
 /// Physical cores, the default thread count: ggml's workers spin on barriers, so hyper-threads do not help.

@@ -20,11 +20,9 @@ fn frame(body: &[u8]) -> Vec<u8> {
     framed
 }
 
+/// The default model where the server looks for it (`SPARK_MODEL_DIR`, `XDG_DATA_HOME`, then the home directory).
 fn default_model() -> PathBuf {
-    let home = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share"));
-    home.join("spark/models/gemma-3-270m-q4_k_m.gguf")
+    spark_engine::default_model_path().expect("HOME, XDG_DATA_HOME or SPARK_MODEL_DIR is set")
 }
 
 /// The log so far, and whether it has gained `needle` since `from` bytes.
