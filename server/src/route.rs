@@ -136,9 +136,21 @@ impl Generator<'_> {
                             Ok(Generated { completion, served: Served::Local, remote_error: other.err() })
                         }
                     },
-                    local_result = &mut local_future => {
-                        remote_cancel.cancel();
-                        Ok(Generated { completion: local_result?, served: Served::Local, remote_error: None })
+                    local_result = &mut local_future => match local_result {
+                        Ok(completion) => {
+                            remote_cancel.cancel();
+                            Ok(Generated { completion, served: Served::Local, remote_error: None })
+                        }
+                        // The local model is loading or failed: the remote is still in the race.
+                        Err(local_error) => match remote_future.await {
+                            Ok(completion) => Ok(Generated { completion, served: Served::Remote, remote_error: None }),
+                            Err(RemoteError::Cancelled) => Err(local_error),
+                            Err(error) => {
+                                *self.last_remote_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                                    Some(error);
+                                Err(local_error)
+                            }
+                        },
                     }
                 }
             }
