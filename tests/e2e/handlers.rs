@@ -2,74 +2,16 @@
 //! handler is answered with an error and the server answers the next request; a task whose candidate regex
 //! backtracks catastrophically is answered and the server keeps reading input meanwhile.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use spark_tests::mock_remote::mock;
 use spark_tests::LspClient;
 
 const SHORT: Duration = Duration::from_secs(20);
 const URI: &str = "file:///work/demo/src/total.rs";
 const BROKEN: &str = "pub fn total(prices: &[u32]) -> u32 {\n    let sum: u32 = prices.iter().sum()\n    sum\n}\n";
-
-/// A loopback OpenAI-compatible endpoint whose completions all answer `answer`; counts them.
-pub struct Mock {
-    pub url: String,
-    pub completions: Arc<AtomicUsize>,
-}
-
-pub fn mock(answer: &'static str) -> Mock {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let completions = Arc::new(AtomicUsize::new(0));
-    let counter = completions.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    return;
-                }
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let response = if request_line.starts_with("POST") && request_line.contains("completions") {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    let chunk = json!({"choices": [{"index": 0, "text": answer, "finish_reason": null}]});
-                    let done = json!({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]});
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n\
-                         data: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
-                    )
-                } else {
-                    let body = r#"{"object":"list","data":[]}"#;
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-                         Connection: close\r\n\r\n{body}",
-                        body.len()
-                    )
-                };
-                let _ = stream.write_all(response.as_bytes());
-            });
-        }
-    });
-    Mock { url, completions }
-}
 
 fn initialize_with_resolve(client: &mut LspClient, options: Value) {
     let params = json!({
