@@ -1,5 +1,5 @@
-//! A loopback OpenAI-compatible endpoint for the end-to-end tests: every completion is answered with the same
-//! text (streamed), and counted.
+//! A loopback OpenAI-compatible endpoint for the end-to-end tests: every completion is answered with a text (fixed,
+//! or computed from the request), streamed, and counted.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -15,6 +15,12 @@ pub struct Mock {
 }
 
 pub fn mock(answer: &'static str) -> Mock {
+    mock_with(move |_| answer.to_owned(), std::time::Duration::ZERO)
+}
+
+/// An endpoint whose answer is computed from the request's JSON body, sent after `delay`.
+pub fn mock_with(answer: impl Fn(&str) -> String + Send + Sync + 'static, delay: std::time::Duration) -> Mock {
+    let answer = Arc::new(answer);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let completions = Arc::new(AtomicUsize::new(0));
@@ -23,6 +29,7 @@ pub fn mock(answer: &'static str) -> Mock {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let counter = counter.clone();
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut request_line = String::new();
@@ -43,6 +50,8 @@ pub fn mock(answer: &'static str) -> Mock {
                 let _ = reader.read_exact(&mut body);
                 let response = if request_line.starts_with("POST") && request_line.contains("completions") {
                     counter.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(delay);
+                    let answer = answer(&String::from_utf8_lossy(&body));
                     let chunk = json!({"choices": [{"index": 0, "text": answer, "finish_reason": null}]});
                     let done = json!({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]});
                     format!(
