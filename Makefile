@@ -30,7 +30,10 @@ demo: deps model build
 	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
 	@./$(BIN) complete examples/demo.rs --at 18:5
 
-test: deps model build llama-server lint test-rust test-editors fuzz-smoke
+# Lint first (a gate), then every suite through scripts/test-all.sh: it runs each to its end and finishes with
+# one line, `N passed, N failed`, over the cargo tests, the editor tests and the fuzz smoke run.
+test: deps model build llama-server lint
+	@bash scripts/test-all.sh
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -40,7 +43,7 @@ lint:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 test-editors:
-	@if [ -x tests/editors/run.sh ]; then bash tests/editors/run.sh; else echo "no editor tests"; fi
+	@bash tests/editors/run.sh
 
 bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench

@@ -106,6 +106,7 @@ pub fn list(
             path: None,
             version: document.version,
             revision: document.revision,
+            open_files: Vec::new(),
         };
         if let Some((_, name)) = tasks::function_at(&snapshot, function.start_byte().max(start)) {
             let data = ActionData {
@@ -127,6 +128,7 @@ pub fn list(
         path: None,
         version: document.version,
         revision: document.revision,
+        open_files: Vec::new(),
     };
     if tasks::regex_comment_at(&snapshot, start).is_some() {
         let data = ActionData {
@@ -237,14 +239,20 @@ pub fn byte_range_to_lsp(rope: &Rope, start: usize, end: usize, encoding: Positi
 }
 
 /// A verified outcome as a `WorkspaceEdit`: the task's document at the version it was computed for; other files
-/// (a new TypeScript test file) created or edited by path.
-pub fn workspace_edit(uri: &Uri, version: i32, encoding: PositionEncoding, outcome: &TaskOutcome) -> WorkspaceEdit {
+/// (a TypeScript test file) created, or edited at the version the task read when the editor has them open (an
+/// edit of an open file's unsaved text without its version would land at the wrong offsets if it changed).
+pub fn workspace_edit(
+    uri: &Uri,
+    snapshot: &TaskDocument,
+    encoding: PositionEncoding,
+    outcome: &TaskOutcome,
+) -> WorkspaceEdit {
     let mut operations = Vec::new();
     for change in &outcome.changes {
         let (target_uri, target_version) = match &change.path {
-            None => (uri.clone(), Some(version)),
+            None => (uri.clone(), Some(snapshot.version)),
             Some(path) => match Uri::from_file_path(path) {
-                Some(uri) => (uri, None),
+                Some(uri) => (uri, snapshot.open_file(path).map(|file| file.version)),
                 None => continue,
             },
         };

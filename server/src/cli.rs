@@ -379,7 +379,15 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
     engine.wait_ready().await.context("the model is not available")?;
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
-    let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0, revision: 0 };
+    let snapshot = TaskDocument {
+        text: text.clone(),
+        lang,
+        tree,
+        path: Some(path),
+        version: 0,
+        revision: 0,
+        open_files: Vec::new(),
+    };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
     let fast_config = engine_config(args.model.as_deref(), args.threads);

@@ -12,10 +12,10 @@ use futures::FutureExt;
 use serde_json::{json, Value};
 use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth, StopReason};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::jsonrpc::{Error as JsonRpcError, ErrorCode, Id, Request, Response, Result};
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
-use tower_lsp_server::{Client, LanguageServer, LspService};
+use tower_lsp_server::{Client, ExitedError, LanguageServer, LspService};
 
 use crate::actions::{self, ActionData};
 use crate::config::Settings;
@@ -25,7 +25,7 @@ use crate::position::{self, LspPosition, PositionEncoding};
 use crate::ring::{self, Ring};
 use crate::route::{Generator, Route, Served};
 use crate::suggest;
-use crate::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use crate::tiers::{self, StrongModel, Tier};
 use crate::verify;
 
@@ -61,20 +61,93 @@ pub struct Spark {
     ring: Mutex<Ring<Uri>>,
     /// The tasks' strong tier, loaded on first need and unloaded when idle.
     strong: Arc<StrongModel>,
+    /// `SPARK_TEST_PANIC`, read once at start: the LSP method whose handler panics on purpose (tests of the
+    /// panic guard; nothing else reads it).
+    test_panic: Option<String>,
 }
 
 const NO_LATENCY: u64 = u64::MAX;
 
+/// How long a task (fix, tests, regex) may run before it is stopped: its sampling budget and a margin.
+const TASK_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// What the strong tier's first load may add to a task's time limit.
+const STRONG_LOAD_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs CPU work (a parse, a verification) on tokio's blocking pool: the future that reads input (tower-lsp
+/// polls every handler inside it) only waits. A panic in `work` is resumed here, for the panic guard.
+async fn off_the_input_loop<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            Err(error) => panic!("blocking work cancelled: {error}"),
+        },
+    }
+}
+
 /// How long a prefetch may use the model thread when nothing else needs it.
 const PREFETCH_BUDGET: std::time::Duration = std::time::Duration::from_millis(1500);
 
-/// The service with Spark's custom methods registered.
-pub fn service() -> (LspService<Spark>, tower_lsp_server::ClientSocket) {
-    LspService::build(Spark::new)
+/// The service with Spark's custom methods registered, every handler behind [`CatchPanic`].
+pub fn service() -> (CatchPanic<LspService<Spark>>, tower_lsp_server::ClientSocket) {
+    let (service, socket) = LspService::build(Spark::new)
         .custom_method("textDocument/inlineCompletion", Spark::inline_completion)
         .custom_method("spark/status", Spark::status)
         .custom_method("spark/recentCalls", Spark::recent_calls)
-        .finish()
+        .finish();
+    (CatchPanic(service), socket)
+}
+
+/// The one wrapper every request and notification goes through: a panic in a handler is logged and answered
+/// with an internal error (a notification's is only logged), and the server reads the next message. Without it
+/// the panic unwinds through tower-lsp's loop and the server stops answering.
+#[derive(Debug, Clone)]
+pub struct CatchPanic<S>(pub S);
+
+impl<S> tower_service::Service<Request> for CatchPanic<S>
+where
+    S: tower_service::Service<Request, Response = Option<Response>, Error = ExitedError>,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Response>;
+    type Error = ExitedError;
+    type Future = futures::future::BoxFuture<'static, std::result::Result<Option<Response>, ExitedError>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::result::Result<(), ExitedError>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let id = request.id().cloned();
+        let method = request.method().to_owned();
+        let inner = &mut self.0;
+        let future = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+            Ok(future) => future,
+            Err(payload) => return Box::pin(futures::future::ready(Ok(answer_panic(id, &method, payload.as_ref())))),
+        };
+        Box::pin(async move {
+            match AssertUnwindSafe(future).catch_unwind().await {
+                Ok(result) => result,
+                Err(payload) => Ok(answer_panic(id, &method, payload.as_ref())),
+            }
+        })
+    }
+}
+
+/// The error response to a handler's panic (none for a notification), after logging it.
+fn answer_panic(id: Option<Id>, method: &str, payload: &(dyn std::any::Any + Send)) -> Option<Response> {
+    let reason = payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned());
+    tracing::error!(method, %reason, "panic in a handler; answered with an internal error");
+    let error = JsonRpcError {
+        code: ErrorCode::InternalError,
+        message: format!("Spark: internal error in {method} (see the server log)").into(),
+        data: None,
+    };
+    id.map(|id| Response::from_error(id, error))
 }
 
 impl Spark {
@@ -96,6 +169,14 @@ impl Spark {
             remote_warned: AtomicBool::new(false),
             ring: Mutex::new(Ring::default()),
             strong: Arc::new(StrongModel::default()),
+            test_panic: std::env::var("SPARK_TEST_PANIC").ok().filter(|method| !method.is_empty()),
+        }
+    }
+
+    /// The test-only hook: panics in the handler of `method` when `SPARK_TEST_PANIC` named it at start.
+    fn panic_if_asked(&self, method: &str) {
+        if self.test_panic.as_deref() == Some(method) {
+            panic!("SPARK_TEST_PANIC: a panic on purpose in {method}");
         }
     }
 
@@ -155,7 +236,7 @@ impl Spark {
     /// `textDocument/inlineCompletion` (LSP 3.18).
     pub async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
         let TextDocumentPositionParams { text_document, position } = params.text_document_position;
-        let items = match self.suggest_guarded(&text_document.uri, position).await {
+        let items = match self.suggest(&text_document.uri, position).await {
             Some(found) => vec![InlineCompletionItem {
                 insert_text: found.text,
                 filter_text: None,
@@ -242,17 +323,6 @@ impl Spark {
         status
     }
 
-    /// A suggestion, with any panic caught so that one request cannot take the server down.
-    async fn suggest_guarded(&self, uri: &Uri, position: Position) -> Option<Found> {
-        match AssertUnwindSafe(self.suggest(uri, position)).catch_unwind().await {
-            Ok(found) => found,
-            Err(_) => {
-                tracing::error!(uri = uri.as_str(), "panic while computing a suggestion; answered empty");
-                None
-            }
-        }
-    }
-
     async fn suggest(&self, uri: &Uri, position: Position) -> Option<Found> {
         let engine = self.engine.get()?.clone();
         let settings = self.settings();
@@ -331,12 +401,21 @@ impl Spark {
             }
             return None;
         }
-        let document = self.documents.get(uri)?;
+        let document = self.documents.get(uri)?.clone();
         if document.version != prepared.version || document.revision != prepared.revision {
             tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was computed");
             return None;
         }
-        let text = verify::check_insertion(&document, prepared.byte, &completion.text)?;
+        // The check parses the document with the suggestion in it: CPU work, kept off the loop that reads input.
+        let checked = {
+            let (document, byte, text) = (document.clone(), prepared.byte, completion.text);
+            off_the_input_loop(move || verify::check_insertion(&document, byte, &text)).await
+        };
+        let text = checked?;
+        if self.documents.get(uri).is_none_or(|now| now.revision != prepared.revision) {
+            tracing::debug!(uri = uri.as_str(), "suggestion dropped: the document changed while it was checked");
+            return None;
+        }
         if settings.inline.prefetch && local && !cut {
             self.prefetch_accepted(uri, &document, prepared.byte, &text, &extra, &settings);
         }
@@ -611,9 +690,12 @@ impl Spark {
                 path,
                 version: document.version,
                 revision: document.revision,
+                open_files: Vec::new(),
             };
             (snapshot, TaskTarget { range: start..end, message: data.message.clone() })
         };
+        let mut snapshot = snapshot;
+        snapshot.open_files = self.open_files_for(kind, &snapshot);
         let cancel = CancellationToken::new();
         let _stop_model_on_drop = cancel.clone().drop_guard();
         let settings = self.settings();
@@ -623,22 +705,49 @@ impl Spark {
             TaskKind::Regex => settings.remote.regex,
         };
         let remote = self.remote();
-        let generator = Generator::new(&engine, remote.as_ref(), route);
         let fast_config = settings.engine_config();
         let fast_path = match &fast_config.model {
             spark_engine::ModelSource::Path(path) => Some(path.clone()),
             spark_engine::ModelSource::None => None,
         };
-        let strong = settings
-            .tasks
-            .strong_model_path(fast_path.as_deref())
-            .map(|path| (self.strong.as_ref(), path, fast_config));
-        let uses_strong = strong.is_some();
-        let outcome =
-            tiers::run(&generator, strong, &settings.tasks, kind, &snapshot, &target, TaskBudget::default(), &cancel)
-                .await
-                .map_err(|error| format!("Spark: {error}"))?;
-        if uses_strong && outcome.tier == Tier::Strong {
+        let strong_path = settings.tasks.strong_model_path(fast_path.as_deref());
+        // The task parses every candidate and matches regexes: all of it runs on a blocking thread (driving the
+        // model calls from there), so the loop that reads input keeps answering and `$/cancelRequest` gets in.
+        let job = {
+            let (engine, remote, cancel) = (engine.clone(), remote.clone(), cancel.clone());
+            let (strong_model, task_settings, strong_path) = (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                runtime.block_on(async move {
+                    let generator = Generator::new(&engine, remote.as_ref(), route);
+                    let strong = strong_path.map(|path| (strong_model.as_ref(), path, fast_config));
+                    let budget = TaskBudget::default();
+                    let outcome =
+                        tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel).await;
+                    (outcome, generator.take_remote_error(), snapshot)
+                })
+            })
+        };
+        // With a strong tier the task may take its budget twice over, and the strong model's first load.
+        let limit = if strong_path.is_some() {
+            TASK_TIME_LIMIT + std::time::Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN
+        } else {
+            TASK_TIME_LIMIT
+        };
+        let (outcome, remote_error, snapshot) = match tokio::time::timeout(limit, job).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(error)) => match error.try_into_panic() {
+                // Answered by the panic guard, like a panic in the handler itself.
+                Ok(payload) => std::panic::resume_unwind(payload),
+                Err(error) => return Err(format!("Spark: the task stopped: {error}")),
+            },
+            Err(_) => {
+                cancel.cancel();
+                return Err(format!("Spark: the task took longer than {} s; stopped", limit.as_secs()));
+            }
+        };
+        let outcome = outcome.map_err(|error| format!("Spark: {error}"))?;
+        if strong_path.is_some() && outcome.tier == Tier::Strong {
             // Unloaded once idle: a later task reloads it.
             let strong = self.strong.clone();
             let idle = std::time::Duration::from_secs(settings.tasks.strong_idle_secs.max(1));
@@ -647,7 +756,6 @@ impl Spark {
                 strong.unload_if_idle(idle).await;
             }));
         }
-        let remote_error = generator.take_remote_error();
         let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
         self.note_remote(remote_error, served).await;
         tracing::info!(
@@ -668,10 +776,28 @@ impl Spark {
         let unchanged = current.is_some_and(|(version, revision)| {
             edit_check::check_version(snapshot.version, version).is_ok() && revision == snapshot.revision
         });
-        if !unchanged {
+        let others_unchanged = snapshot.open_files.iter().all(|file| {
+            let now = Uri::from_file_path(&file.path).and_then(|uri| self.documents.get(&uri).map(|doc| doc.version));
+            now.is_none_or(|version| version == file.version)
+        });
+        if !unchanged || !others_unchanged {
             return Err("Spark: the document changed while the edit was computed; ask again".to_owned());
         }
-        Ok((actions::workspace_edit(&data.uri, snapshot.version, encoding, &outcome), outcome.title))
+        Ok((actions::workspace_edit(&data.uri, &snapshot, encoding, &outcome), outcome.title))
+    }
+
+    /// The files besides the document that a task reads, from the store when the editor has them open (their
+    /// unsaved text, at its version); the task reads the others from disk.
+    fn open_files_for(&self, kind: TaskKind, snapshot: &TaskDocument) -> Vec<OpenFile> {
+        let Some(path) = snapshot.path.as_deref() else { return Vec::new() };
+        tasks::files_read(kind, snapshot.lang, path)
+            .into_iter()
+            .filter_map(|path| {
+                let uri = Uri::from_file_path(&path)?;
+                let document = self.documents.get(&uri)?;
+                Some(OpenFile { path, text: document.text(), version: document.version })
+            })
+            .collect()
     }
 
     fn cancel_inflight(&self, uri: &Uri) {
@@ -894,7 +1020,7 @@ impl LanguageServer for Spark {
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
         let TextDocumentPositionParams { text_document, position } = params.text_document_position;
-        let Some(found) = self.suggest_guarded(&text_document.uri, position).await else {
+        let Some(found) = self.suggest(&text_document.uri, position).await else {
             return Ok(Some(CompletionResponse::List(CompletionList { is_incomplete: true, items: Vec::new() })));
         };
         let first_line = found.text.lines().next().unwrap_or("").trim();
@@ -922,6 +1048,7 @@ impl LanguageServer for Spark {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        self.panic_if_asked("textDocument/codeAction");
         let encoding = self.encoding();
         let resolve = self.resolve_supported.load(Ordering::Relaxed);
         // A file whose text must not reach a model gets no model actions.
@@ -941,6 +1068,7 @@ impl LanguageServer for Spark {
     }
 
     async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
+        self.panic_if_asked("codeAction/resolve");
         let Some(data) = action.data.clone().and_then(|data| serde_json::from_value::<ActionData>(data).ok()) else {
             return Ok(action);
         };
@@ -952,6 +1080,7 @@ impl LanguageServer for Spark {
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        self.panic_if_asked("workspace/executeCommand");
         let argument = params.arguments.into_iter().next().unwrap_or(Value::Null);
         let data = match serde_json::from_value::<ActionData>(argument) {
             Ok(mut data) => {

@@ -217,9 +217,21 @@ impl Generator<'_> {
                             Ok(self.local_answer(completion, other.err(), task.is_some()))
                         }
                     },
-                    local_result = &mut local_future => {
-                        remote_cancel.cancel();
-                        Ok(self.local_answer(local_result?, None, task.is_some()))
+                    local_result = &mut local_future => match local_result {
+                        Ok(completion) => {
+                            remote_cancel.cancel();
+                            Ok(self.local_answer(completion, None, task.is_some()))
+                        }
+                        // The local model is loading or failed: the remote is still in the race.
+                        Err(local_error) => match remote_future.await {
+                            Ok(completion) => Ok(remote_answer(completion)),
+                            Err(RemoteError::Cancelled) => Err(local_error),
+                            Err(error) => {
+                                *self.last_remote_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                                    Some(error);
+                                Err(local_error)
+                            }
+                        },
                     }
                 }
             }

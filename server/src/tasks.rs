@@ -58,6 +58,24 @@ pub struct TaskDocument {
     pub version: i32,
     /// The document store's revision of this text (see `Document::revision`).
     pub revision: u64,
+    /// Other files the task may read or edit (the sibling `<name>.test.ts`) that are open in the editor: their
+    /// unsaved text is what an edit applies to, not the file on disk.
+    pub open_files: Vec<OpenFile>,
+}
+
+/// A file open in the editor, as a task sees it.
+#[derive(Debug, Clone)]
+pub struct OpenFile {
+    pub path: PathBuf,
+    pub text: String,
+    pub version: i32,
+}
+
+impl TaskDocument {
+    /// The open file at `path`, if the editor has it open.
+    pub fn open_file(&self, path: &Path) -> Option<&OpenFile> {
+        self.open_files.iter().find(|file| file.path == path)
+    }
 }
 
 /// Where the user asked, and what for.
@@ -710,6 +728,14 @@ pub fn ts_framework(file: Option<&Path>) -> TsFramework {
     TsFramework::NodeTest
 }
 
+/// The files besides the document itself that a task on `path` reads (and may edit).
+pub fn files_read(kind: TaskKind, lang: Lang, path: &Path) -> Vec<PathBuf> {
+    match (kind, lang) {
+        (TaskKind::Tests, Lang::TypeScript | Lang::Tsx) => vec![ts_test_path(path)],
+        _ => Vec::new(),
+    }
+}
+
 /// `src/math.ts` → `src/math.test.ts`.
 pub fn ts_test_path(file: &Path) -> PathBuf {
     let stem = file.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module");
@@ -760,7 +786,11 @@ async fn ts_tests(
     let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
     let test_path = ts_test_path(&path);
     let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
-    let existing = std::fs::read_to_string(&test_path).ok();
+    // The editor's buffer when the test file is open there (unsaved text counts), else the file on disk.
+    let existing = match document.open_file(&test_path) {
+        Some(open) => Some(open.text.clone()),
+        None => std::fs::read_to_string(&test_path).ok(),
+    };
     let (found, tried, rejections) = sample_until(generator, &task, 240, budget, cancel, |body, style| {
         let test_code = match style {
             PromptStyle::FewShot => format!("{header}{}\n}});\n", body.trim_end()),
@@ -1081,6 +1111,7 @@ mod tests {
             path: None,
             version: 1,
             revision: 0,
+            open_files: Vec::new(),
         }
     }
 

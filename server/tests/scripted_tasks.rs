@@ -17,6 +17,7 @@ fn document(lang: Lang, text: &str) -> TaskDocument {
         path: None,
         version: 1,
         revision: 0,
+        open_files: Vec::new(),
     }
 }
 

@@ -20,11 +20,9 @@ fn frame(body: &[u8]) -> Vec<u8> {
     framed
 }
 
+/// The default model where the server looks for it (`SPARK_MODEL_DIR`, `XDG_DATA_HOME`, then the home directory).
 fn default_model() -> PathBuf {
-    let home = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share"));
-    home.join("spark/models/gemma-3-270m-q4_k_m.gguf")
+    spark_engine::default_model_path().expect("HOME, XDG_DATA_HOME or SPARK_MODEL_DIR is set")
 }
 
 /// The log so far, and whether it has gained `needle` since `from` bytes.
@@ -697,13 +695,15 @@ fn spark_never_runs_commands_or_writes_files() {
                 n_files += 1;
                 let source = std::fs::read_to_string(&path).unwrap();
                 let non_test = source.split("#[cfg(test)]").next().unwrap();
-                // main.rs re-executes its own binary once, to set OMP_WAIT_POLICY before libgomp loads: that exec
-                // of itself is the one allowed use, and only there.
+                // The server runs only its own binary: main.rs re-executes itself once, to set OMP_WAIT_POLICY
+                // before libgomp loads, and edit_check.rs starts it as a regex worker (`__regex-worker`, the path
+                // main.rs registers) so that a backtracking match can be killed at its time limit. Only there.
                 let is_self_exec = |line: &str| {
-                    path.ends_with("server/src/main.rs")
+                    (path.ends_with("server/src/main.rs")
                         && (line.contains("CommandExt")
                             || line.contains("Command::new(exe)")
-                            || line.contains("process::Command::new(exe)"))
+                            || line.contains("process::Command::new(exe)")))
+                        || (path.ends_with("server/src/edit_check.rs") && line.contains("Command::new(exe)"))
                 };
                 for (line_idx, line) in non_test.lines().enumerate().filter(|(_, line)| !is_self_exec(line)) {
                     if line.trim_start().starts_with("//") {
