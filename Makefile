@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
+.PHONY: all deps model tools build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
 
 all: build
 
@@ -15,6 +15,10 @@ deps:
 
 model:
 	@bash scripts/install-model.sh
+
+# The pinned TypeScript compiler under target/tools, for the execution-check tests (tests/e2e/exec.rs).
+tools: deps
+	@bash scripts/install-tsc.sh
 
 build: deps
 	$(CARGO) build --release --workspace --bins
@@ -29,7 +33,7 @@ demo: deps model build
 	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
 	@./$(BIN) complete examples/demo.rs --at 18:5
 
-test: deps model build llama-server lint test-rust test-editors fuzz-smoke
+test: deps model tools build llama-server lint test-rust test-editors fuzz-smoke
 
 test-rust:
 	$(CARGO) test --release --workspace

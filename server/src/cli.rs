@@ -72,6 +72,13 @@ pub struct TaskArgs {
     /// Time budget for all samples.
     #[arg(long, default_value_t = 20_000)]
     pub budget_ms: u64,
+    /// Also check candidates by running the toolchain in a scratch copy of the crate or package (`cargo check`,
+    /// `tsc --noEmit`; for tests, the generated test itself): the `verify.compile` and `verify.runTests` settings.
+    #[arg(long)]
+    pub run: bool,
+    /// Time limit of one execution check (with --run).
+    #[arg(long, default_value_t = 60_000)]
+    pub run_timeout_ms: u64,
 }
 
 #[derive(Args, Debug)]
@@ -350,7 +357,13 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
     let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0, revision: 0 };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
-    let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
+    let verify = if args.run {
+        crate::exec_check::VerifySettings { timeout_ms: args.run_timeout_ms, ..crate::exec_check::VerifySettings::all() }
+    } else {
+        crate::exec_check::VerifySettings::default()
+    };
+    let budget =
+        TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };
     let outcome = tasks::run(
         &crate::route::Generator::local(&engine),
         kind,

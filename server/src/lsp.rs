@@ -216,6 +216,11 @@ impl Spark {
                 })
             }
         };
+        let verify = self.settings().verify;
+        status["verify"] = json!({
+            "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
+            "commands": verify.commands(),
+        });
         status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
         status["counters"] = json!({
             "requests": counters.requests.load(Ordering::Relaxed),
@@ -616,7 +621,8 @@ impl Spark {
         };
         let remote = self.remote();
         let generator = Generator::new(&engine, remote.as_ref(), route);
-        let outcome = tasks::run(&generator, kind, &snapshot, &target, TaskBudget::default(), &cancel)
+        let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
+        let outcome = tasks::run(&generator, kind, &snapshot, &target, budget, &cancel)
             .await
             .map_err(|error| format!("Spark: {error}"))?;
         let remote_error = generator.take_remote_error();

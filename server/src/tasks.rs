@@ -12,6 +12,7 @@ use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use tokio_util::sync::CancellationToken;
 
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
+use crate::exec_check::{Gate, VerifySettings};
 use crate::route::Generator;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
@@ -68,16 +69,17 @@ pub struct TaskTarget {
     pub message: Option<String>,
 }
 
-/// How long and how many times to sample.
+/// How long and how many times to sample, and which execution checks a candidate must also pass.
 #[derive(Debug, Clone, Copy)]
 pub struct TaskBudget {
     pub samples: usize,
     pub time: Duration,
+    pub verify: VerifySettings,
 }
 
 impl Default for TaskBudget {
     fn default() -> Self {
-        TaskBudget { samples: 4, time: Duration::from_secs(12) }
+        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::default() }
     }
 }
 
@@ -90,6 +92,12 @@ pub struct FileChange {
     pub old_text: String,
     pub replace: Range<usize>,
     pub insert: String,
+}
+
+impl AsRef<FileChange> for FileChange {
+    fn as_ref(&self) -> &FileChange {
+        self
+    }
 }
 
 impl FileChange {
@@ -124,11 +132,16 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let started = Instant::now();
+    // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
+    let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());
     let mut outcome = match kind {
-        TaskKind::Fix => fix(generator, document, target, budget, cancel).await?,
-        TaskKind::Tests => tests(generator, document, target, budget, cancel).await?,
-        TaskKind::Regex => regex(generator, document, target, budget, cancel).await?,
+        TaskKind::Fix => fix(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Tests => tests(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Regex => regex(generator, document, target, budget, &exec, cancel).await?,
     };
+    if outcome.verified() {
+        outcome.title.push_str(&exec.summary());
+    }
     outcome.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(outcome)
 }
@@ -137,13 +150,16 @@ fn nothing(title: &str) -> TaskOutcome {
     TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
 }
 
-/// Samples the model on `prompt` until `accept` takes a candidate, the samples run out or the time does.
-async fn sample_until<T>(
+/// Samples the model on `prompt` until `accept` takes a candidate that also passes the execution checks, the
+/// samples run out or the time does.
+#[allow(clippy::too_many_arguments)]
+async fn sample_until<T: AsRef<FileChange>>(
     generator: &Generator<'_>,
     prompt: &str,
     stops: &[&str],
     max_tokens: usize,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
     mut accept: impl FnMut(&str) -> Result<T, Rejection>,
 ) -> Result<(Option<T>, usize, Vec<String>), EngineError> {
@@ -184,7 +200,13 @@ async fn sample_until<T>(
             continue;
         }
         match accept(&candidate) {
-            Ok(found) => return Ok((Some(found), sample_idx + 1, rejections)),
+            Ok(found) => match exec.check(found.as_ref(), cancel).await {
+                Ok(()) => return Ok((Some(found), sample_idx + 1, rejections)),
+                Err(refusal) => {
+                    tracing::debug!(sample = sample_idx, %refusal, "candidate refused by an execution check");
+                    rejections.push(refusal);
+                }
+            },
             Err(rejection) => {
                 tracing::debug!(sample = sample_idx, %rejection, "candidate refused");
                 rejections.push(rejection.to_string());
@@ -264,6 +286,7 @@ async fn fix(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let node = fix_node(document, target);
@@ -279,31 +302,43 @@ async fn fix(
     let title = format!("Spark fix: {}", first_line(&message));
     // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
     // like any other.
+    let mut refused_repair = None;
     if let Some(repaired) = missing_token_repair(document, node.clone()) {
         if check_rewrite(document.lang, &document.text, node.clone(), &repaired, false).is_ok() {
             let change = FileChange {
                 path: None,
                 create: false,
                 old_text: document.text.clone(),
-                replace: node,
+                replace: node.clone(),
                 insert: repaired,
             };
-            return Ok(TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 });
+            match exec.check(&change, cancel).await {
+                Ok(()) => {
+                    let outcome = TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 };
+                    return Ok(outcome);
+                }
+                Err(refusal) => refused_repair = Some(refusal),
+            }
         }
     }
     let max_tokens = broken.len() / 2 + 32;
-    let (found, tried, rejections) =
-        sample_until(generator, &prompt, &["\n\n", "\n// "], max_tokens, budget, cancel, |candidate| {
+    let (found, tried, mut rejections) =
+        sample_until(generator, &prompt, &["\n\n", "\n// "], max_tokens, budget, exec, cancel, |candidate| {
             let candidate = candidate.trim_end().trim_start_matches('\n');
             check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
-            Ok(candidate.to_owned())
+            Ok(FileChange {
+                path: None,
+                create: false,
+                old_text: document.text.clone(),
+                replace: node.clone(),
+                insert: candidate.to_owned(),
+            })
         })
         .await?;
-    let Some(candidate) = found else {
+    rejections.splice(0..0, refused_repair);
+    let Some(change) = found else {
         return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
     };
-    let change =
-        FileChange { path: None, create: false, old_text: document.text.clone(), replace: node, insert: candidate };
     Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 })
 }
 
@@ -356,6 +391,7 @@ async fn tests(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let Some((function, name)) = function_at(document, target.range.start) else {
@@ -366,10 +402,12 @@ async fn tests(
     let source = &document.text[function];
     match document.lang {
         Lang::Rust => {
-            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
         }
         Lang::TypeScript | Lang::Tsx => {
-            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
         }
     }
 }
@@ -380,6 +418,7 @@ async fn rust_tests(
     target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let FunctionTarget { source: function_source, name, arity } = target;
@@ -391,7 +430,7 @@ async fn rust_tests(
     );
     let existing = existing_test_module(document);
     let (found, tried, rejections) =
-        sample_until(generator, &prompt, &["\n    }\n", "\n}\n"], 160, budget, cancel, |body| {
+        sample_until(generator, &prompt, &["\n    }\n", "\n}\n"], 160, budget, exec, cancel, |body| {
             let test_fn = format!("{header}{}\n    }}\n", body.trim_end());
             let change = rust_test_change(document, existing, &test_fn);
             check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
@@ -536,6 +575,7 @@ async fn ts_tests(
     target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let FunctionTarget { source: function_source, name, arity } = target;
@@ -558,7 +598,7 @@ async fn ts_tests(
     let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
     let existing = std::fs::read_to_string(&test_path).ok();
     let (found, tried, rejections) =
-        sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, cancel, |body| {
+        sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, exec, cancel, |body| {
             let test_code = format!("{header}{}\n}});\n", body.trim_end());
             let change = match &existing {
                 Some(old_text) => {
@@ -685,6 +725,7 @@ async fn regex(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let Some((comment, spec)) = regex_comment_at(document, target.range.start) else {
@@ -717,7 +758,7 @@ async fn regex(
     let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
     let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
     let in_body = inside_function_body(document, comment.start);
-    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n"], 64, budget, cancel, |generated| {
+    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n"], 64, budget, exec, cancel, |generated| {
         let pattern = format!("^{}", generated.trim());
         check_regex(flavor, &pattern, &spec.positives, &spec.negatives)?;
         let statement = regex_statement(document.lang, &pattern, in_body);
