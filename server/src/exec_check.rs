@@ -229,15 +229,40 @@ pub fn is_target(error: &CompilerError, target_message: &str) -> bool {
     !target.is_empty() && (target == error.message || target.contains(&error.message) || error.message.contains(target))
 }
 
-/// Judges a candidate's compiler errors. No error passes. Otherwise each error must be one the original text had
-/// too (same file, code and message: an unrelated error elsewhere does not block), and none may be the diagnostic
-/// the fix was asked for. `baseline` is `None` when it was not computed (the candidate had no error).
+/// The lines of an edit in the new text: the file (relative to the project root, as compilers name it) and the
+/// 1-based lines the inserted text covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditedLines {
+    pub file: String,
+    pub lines: std::ops::RangeInclusive<u32>,
+}
+
+impl EditedLines {
+    pub fn of(file: &Path, change: &FileChange) -> EditedLines {
+        let first = change.old_text[..change.replace.start].matches('\n').count() as u32 + 1;
+        let last = first + change.insert.matches('\n').count() as u32;
+        EditedLines { file: file.to_string_lossy().into_owned(), lines: first..=last }
+    }
+
+    fn contains(&self, error: &CompilerError) -> bool {
+        error.file == self.file && self.lines.contains(&error.line)
+    }
+}
+
+/// Judges a candidate's compiler errors. No error passes. An error on the edited lines is refused, whether or not
+/// the original had it (the edit was meant to leave those lines right). Any other error must be one the original
+/// text had too (same file, code and message: an unrelated error elsewhere does not block), and none may be the
+/// diagnostic the fix was asked for. `baseline` is `None` when it was not computed (the candidate had no error).
 pub fn judge(
     candidate: &[CompilerError],
     baseline: Option<&[CompilerError]>,
     target_message: Option<&str>,
+    edited: Option<&EditedLines>,
 ) -> Result<(), String> {
     let Some(first) = candidate.first() else { return Ok(()) };
+    if let Some(error) = candidate.iter().find(|error| edited.is_some_and(|edited| edited.contains(error))) {
+        return Err(format!("in the edit: {error}"));
+    }
     let Some(baseline) = baseline else { return Err(first.to_string()) };
     let mut allowed: Vec<&CompilerError> = baseline
         .iter()
@@ -397,9 +422,11 @@ pub fn cargo_test_step(project: &Project, filter: &str) -> Step {
     Step { program: "cargo".into(), args, dir: project.crate_dir.clone(), label: "cargo test" }
 }
 
-/// `tsc --noEmit`: on the project (`-p tsconfig.json`) when it has one, else on the file alone.
-pub fn tsc_step(project: &Project, tsc: PathBuf, has_tsconfig: bool) -> Step {
-    let mut args = vec!["--noEmit".to_owned(), "--pretty".to_owned(), "false".to_owned()];
+/// `tsc --noEmit`: on the project (`-p tsconfig.json`) when it has one, else on the file alone; incremental, with
+/// its build info kept beside the scratch copy so that a second check re-checks only what changed.
+pub fn tsc_step(project: &Project, tsc: PathBuf, has_tsconfig: bool, build_info: &Path) -> Step {
+    let mut args = vec!["--noEmit".to_owned(), "--pretty".to_owned(), "false".to_owned(), "--incremental".to_owned()];
+    args.extend(["--tsBuildInfoFile".to_owned(), build_info.to_string_lossy().into_owned()]);
     if has_tsconfig {
         args.extend(["-p".to_owned(), "tsconfig.json".to_owned()]);
     } else {
@@ -558,7 +585,8 @@ impl<'a> Gate<'a> {
                     let step = cargo_check_step(project, self.kind == TaskKind::Tests);
                     let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
                     let errors = parse_cargo_json(&candidate.stdout);
-                    self.judge_errors(&scratch, &edited_path, &step, &errors, parse_cargo_json, cancel).await?;
+                    let edited = EditedLines::of(&edited_path, change);
+                    self.judge_errors(&scratch, &edited, &step, &errors, parse_cargo_json, cancel).await?;
                     if errors.is_empty() && candidate.status != Some(0) {
                         return Err(Checked::Refused(format!("cargo check failed: {}", last_line(&candidate.stderr))));
                     }
@@ -590,11 +618,13 @@ impl<'a> Gate<'a> {
                     let tsc = find_tsc(project).ok_or_else(|| {
                         Checked::Unchecked(Unchecked::Tool("no tsc in node_modules/.bin or on PATH".to_owned()))
                     })?;
-                    let step = tsc_step(project, tsc, project.root.join("tsconfig.json").is_file());
+                    let has_tsconfig = project.root.join("tsconfig.json").is_file();
+                    let step = tsc_step(project, tsc, has_tsconfig, &scratch.target.join("tsc.tsbuildinfo"));
                     let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
                     let errors = parse_tsc(&candidate.stdout);
                     let parse = |stdout: &str| parse_tsc(stdout);
-                    self.judge_errors(&scratch, &edited_path, &step, &errors, parse, cancel).await?;
+                    let edited = EditedLines::of(&edited_path, change);
+                    self.judge_errors(&scratch, &edited, &step, &errors, parse, cancel).await?;
                     if errors.is_empty() && candidate.status != Some(0) {
                         return Err(Checked::Refused(format!("tsc failed: {}", last_line(&candidate.stderr))));
                     }
@@ -624,7 +654,7 @@ impl<'a> Gate<'a> {
     async fn judge_errors(
         &self,
         scratch: &Scratch,
-        edited_path: &Path,
+        edited: &EditedLines,
         step: &Step,
         errors: &[CompilerError],
         parse: impl Fn(&str) -> Vec<CompilerError>,
@@ -633,6 +663,11 @@ impl<'a> Gate<'a> {
         if errors.is_empty() {
             return Ok(());
         }
+        // An error on the edited lines refuses the candidate whatever the original had: no need to compile it.
+        if let Some(error) = errors.iter().find(|error| edited.contains(error)) {
+            return Err(Checked::Refused(format!("{}: in the edit: {error}", step.label)));
+        }
+        let edited_path = Path::new(&edited.file);
         let baseline = self
             .baseline
             .get_or_init(|| async {
@@ -645,7 +680,8 @@ impl<'a> Gate<'a> {
             })
             .await;
         let baseline = baseline.as_ref().ok().map(Vec::as_slice);
-        judge(errors, baseline, self.target_message).map_err(|reason| Checked::Refused(format!("{}: {reason}", step.label)))
+        judge(errors, baseline, self.target_message, Some(edited))
+            .map_err(|reason| Checked::Refused(format!("{}: {reason}", step.label)))
     }
 }
 
@@ -794,6 +830,7 @@ impl Scratch {
             .stderr(std::process::Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        std::fs::create_dir_all(&self.target).map_err(|error| Checked::Unchecked(Unchecked::Tool(error.to_string())))?;
         let started = Instant::now();
         let child = command.spawn().map_err(|error| {
             Checked::Unchecked(Unchecked::Tool(format!("{}: {error}", step.program.display())))
@@ -934,19 +971,32 @@ mod tests {
         let target = error("src/lib.rs", "E0308", "mismatched types");
         let new_error = error("src/lib.rs", "E0599", "no method named `lenn` found for struct `Vec<u32>`");
         // No error: passes, the original's errors are not even needed.
-        assert_eq!(judge(&[], None, Some("mismatched types")), Ok(()));
+        assert_eq!(judge(&[], None, Some("mismatched types"), None), Ok(()));
         // An error, and the original was not checked: refused.
-        assert!(judge(&[new_error.clone()], None, None).is_err());
+        assert!(judge(&[new_error.clone()], None, None, None).is_err());
         // An unrelated error the original had too does not block.
         let baseline = [unrelated.clone(), target.clone()];
-        assert_eq!(judge(&[unrelated.clone()], Some(&baseline), Some("mismatched types\nexpected `u32`")), Ok(()));
+        assert_eq!(judge(&[unrelated.clone()], Some(&baseline), Some("mismatched types\nexpected `u32`"), None), Ok(()));
         // The diagnostic asked for is still there.
-        let still = judge(&[target.clone()], Some(&baseline), Some("mismatched types")).unwrap_err();
+        let still = judge(&[target.clone()], Some(&baseline), Some("mismatched types"), None).unwrap_err();
         assert!(still.starts_with("still there"), "{still}");
         // A new error.
-        assert!(judge(&[new_error], Some(&baseline), Some("mismatched types")).is_err());
+        assert!(judge(&[new_error], Some(&baseline), Some("mismatched types"), None).is_err());
         // An error the original had once cannot excuse two.
-        assert!(judge(&[unrelated.clone(), unrelated], Some(&baseline), None).is_err());
+        assert!(judge(&[unrelated.clone(), unrelated.clone()], Some(&baseline), None, None).is_err());
+        // An error on the edited lines is refused even when the original had it (no target message given).
+        let edited = EditedLines { file: "src/lib.rs".into(), lines: 1..=1 };
+        let in_edit = judge(&[target.clone()], Some(&baseline), None, Some(&edited)).unwrap_err();
+        assert!(in_edit.starts_with("in the edit"), "{in_edit}");
+        assert_eq!(judge(&[unrelated], Some(&baseline), None, Some(&edited)), Ok(()));
+        let change = FileChange {
+            path: None,
+            create: false,
+            old_text: "a\nb\nc\n".into(),
+            replace: 2..3,
+            insert: "x\ny".into(),
+        };
+        assert_eq!(EditedLines::of(Path::new("src/lib.rs"), &change).lines, 2..=3);
     }
 
     #[test]
@@ -991,8 +1041,12 @@ mod tests {
         let test = cargo_test_step(&project, "tests::f_works");
         assert_eq!(test.args.join(" "), "test --message-format=json --quiet -p a --lib -- --exact tests::f_works");
         let ts = Project { kind: ProjectKind::Node, file: "src/m.ts".into(), package: None, crate_dir: "".into(), ..project };
-        assert_eq!(tsc_step(&ts, "tsc".into(), true).args.join(" "), "--noEmit --pretty false -p tsconfig.json");
-        assert!(tsc_step(&ts, "tsc".into(), false).args.last().is_some_and(|arg| arg == "src/m.ts"));
+        let info = Path::new("/c/tsc.tsbuildinfo");
+        assert_eq!(
+            tsc_step(&ts, "tsc".into(), true, info).args.join(" "),
+            "--noEmit --pretty false --incremental --tsBuildInfoFile /c/tsc.tsbuildinfo -p tsconfig.json"
+        );
+        assert!(tsc_step(&ts, "tsc".into(), false, info).args.last().is_some_and(|arg| arg == "src/m.ts"));
     }
 
     #[test]
