@@ -358,7 +358,10 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let snapshot = TaskDocument { text: text.clone(), lang, tree, path: Some(path), version: 0, revision: 0 };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let verify = if args.run {
-        crate::exec_check::VerifySettings { timeout_ms: args.run_timeout_ms, ..crate::exec_check::VerifySettings::all() }
+        crate::exec_check::VerifySettings {
+            timeout_ms: args.run_timeout_ms,
+            ..crate::exec_check::VerifySettings::all()
+        }
     } else {
         crate::exec_check::VerifySettings::default()
     };

@@ -264,15 +264,15 @@ pub fn judge(
         return Err(format!("in the edit: {error}"));
     }
     let Some(baseline) = baseline else { return Err(first.to_string()) };
-    let mut allowed: Vec<&CompilerError> = baseline
-        .iter()
-        .filter(|error| !target_message.is_some_and(|target| is_target(error, target)))
-        .collect();
+    let mut allowed: Vec<&CompilerError> =
+        baseline.iter().filter(|error| !target_message.is_some_and(|target| is_target(error, target))).collect();
     for error in candidate {
         if target_message.is_some_and(|target| is_target(error, target)) {
             return Err(format!("still there: {error}"));
         }
-        let same = allowed.iter().position(|old| old.file == error.file && old.code == error.code && old.message == error.message);
+        let same = allowed
+            .iter()
+            .position(|old| old.file == error.file && old.code == error.code && old.message == error.message);
         match same {
             Some(idx) => {
                 allowed.swap_remove(idx);
@@ -431,8 +431,17 @@ pub fn tsc_step(project: &Project, tsc: PathBuf, has_tsconfig: bool, build_info:
         args.extend(["-p".to_owned(), "tsconfig.json".to_owned()]);
     } else {
         args.extend(
-            ["--strict", "--skipLibCheck", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext"]
-                .map(str::to_owned),
+            [
+                "--strict",
+                "--skipLibCheck",
+                "--target",
+                "es2022",
+                "--module",
+                "nodenext",
+                "--moduleResolution",
+                "nodenext",
+            ]
+            .map(str::to_owned),
         );
         args.push(project.file.to_string_lossy().into_owned());
     }
@@ -455,7 +464,12 @@ pub fn js_test_step(project: &Project, test_file: &Path, node_major: Option<u32>
         crate::tasks::TsFramework::NodeTest => {
             // Node runs TypeScript itself from 22.6 on (type stripping); before that it needs a loader.
             if node_major.is_some_and(|major| major >= 23) {
-                Ok(Step { program: "node".into(), args: vec!["--test".into(), file], dir: PathBuf::new(), label: "node --test" })
+                Ok(Step {
+                    program: "node".into(),
+                    args: vec!["--test".into(), file],
+                    dir: PathBuf::new(),
+                    label: "node --test",
+                })
             } else if node_major.is_some_and(|major| major >= 22) {
                 let args = vec!["--experimental-strip-types".into(), "--test".into(), file];
                 Ok(Step { program: "node".into(), args, dir: PathBuf::new(), label: "node --test" })
@@ -463,6 +477,53 @@ pub fn js_test_step(project: &Project, test_file: &Path, node_major: Option<u32>
                 Err("node:test on TypeScript needs Node 22.6 or later".to_owned())
             }
         }
+    }
+}
+
+/// node:test on a Node that cannot run TypeScript: the project's `tsc` compiles it (CommonJS packages only) into
+/// `out_dir` (outside the copy), then node runs the JavaScript of the test file. Returns both steps.
+pub fn node_test_via_tsc(
+    project: &Project,
+    tsc: PathBuf,
+    test_file: &Path,
+    out_dir: &Path,
+) -> Result<[Step; 2], String> {
+    let package = std::fs::read_to_string(project.root.join("package.json")).unwrap_or_default();
+    let package: serde_json::Value = serde_json::from_str(&package).unwrap_or_default();
+    if package["type"] == "module" {
+        return Err("node:test on an ES-module TypeScript package needs Node 22.6 or later".to_owned());
+    }
+    let out = out_dir.to_string_lossy().into_owned();
+    let mut args: Vec<String> = if project.root.join("tsconfig.json").is_file() {
+        ["-p", "tsconfig.json", "--noEmit", "false", "--incremental", "false", "--composite", "false"]
+            .map(str::to_owned)
+            .to_vec()
+    } else {
+        let mut args: Vec<String> =
+            ["--target", "es2022", "--module", "commonjs", "--esModuleInterop", "--skipLibCheck"]
+                .map(str::to_owned)
+                .to_vec();
+        args.push(test_file.to_string_lossy().into_owned());
+        args
+    };
+    args.extend(["--outDir".to_owned(), out, "--rootDir".to_owned(), ".".to_owned()]);
+    args.extend(["--declaration", "false", "--sourceMap", "false", "--pretty", "false"].map(str::to_owned));
+    let emit = Step { program: tsc, args, dir: PathBuf::new(), label: "tsc" };
+    let javascript = out_dir.join(test_file).with_extension("js");
+    let run = Step {
+        program: "node".into(),
+        args: vec!["--test".into(), javascript.to_string_lossy().into_owned()],
+        dir: PathBuf::new(),
+        label: "node --test",
+    };
+    Ok([emit, run])
+}
+
+fn js_label(framework: crate::tasks::TsFramework) -> &'static str {
+    match framework {
+        crate::tasks::TsFramework::Vitest => "vitest run",
+        crate::tasks::TsFramework::Jest => "jest",
+        crate::tasks::TsFramework::NodeTest => "node --test",
     }
 }
 
@@ -560,7 +621,12 @@ impl<'a> Gate<'a> {
         }
     }
 
-    async fn check_in(&self, project: &Project, change: &FileChange, cancel: &CancellationToken) -> Result<Vec<String>, Checked> {
+    async fn check_in(
+        &self,
+        project: &Project,
+        change: &FileChange,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<String>, Checked> {
         let scratch = Scratch::lock(project).await?;
         let edited_path = match &change.path {
             None => project.file.clone(),
@@ -631,18 +697,42 @@ impl<'a> Gate<'a> {
                     ran.push(format!("tsc passed, {} ms", candidate.ms));
                 }
                 if self.tests_on() {
-                    let step = js_test_step(project, &edited_path, node_major().await)
-                        .map_err(|why| Checked::Unchecked(Unchecked::Tool(why)))?;
-                    let outcome = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
+                    let framework = crate::tasks::ts_framework(Some(&project.root.join(&project.file)));
+                    let outcome = match js_test_step(project, &edited_path, node_major().await) {
+                        Ok(step) => scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?,
+                        Err(why) => {
+                            let tsc = find_tsc(project)
+                                .filter(|_| framework == crate::tasks::TsFramework::NodeTest)
+                                .ok_or(Checked::Unchecked(Unchecked::Tool(why)))?;
+                            let out_dir = scratch.target.join("js");
+                            let _ = std::fs::remove_dir_all(&out_dir);
+                            let [emit, run] = node_test_via_tsc(project, tsc, &edited_path, &out_dir)
+                                .map_err(|why| Checked::Unchecked(Unchecked::Tool(why)))?;
+                            // Type errors still emit JavaScript; whether the test runs is what is asked here.
+                            let emitted =
+                                scratch.run_with(&edited_path, &new_text, &emit, self.settings, cancel).await?;
+                            if !Path::new(&run.args[1]).is_file() {
+                                let reason = parse_tsc(&emitted.stdout).first().map(ToString::to_string);
+                                return Err(Checked::Refused(format!(
+                                    "tsc: the test did not compile{}",
+                                    reason.map(|error| format!(": {error}")).unwrap_or_default()
+                                )));
+                            }
+                            let mut outcome = scratch.run(&run, self.settings, cancel).await?;
+                            outcome.ms += emitted.ms;
+                            outcome
+                        }
+                    };
+                    let label = js_label(framework);
                     let output = format!("{}\n{}", outcome.stdout, outcome.stderr);
                     let counts = parse_js_tests(&output);
                     if outcome.status != Some(0) || counts.failed > 0 {
-                        return Err(Checked::Refused(format!("{}: the generated test fails", step.label)));
+                        return Err(Checked::Refused(format!("{label}: the generated test fails")));
                     }
                     if counts.passed == 0 {
-                        return Err(Checked::Refused(format!("{}: no test ran", step.label)));
+                        return Err(Checked::Refused(format!("{label}: no test ran")));
                     }
-                    ran.push(format!("{} passed, {} ms", step.label, outcome.ms));
+                    ran.push(format!("{label} passed, {} ms", outcome.ms));
                 }
             }
         }
@@ -755,10 +845,17 @@ impl Scratch {
     /// Takes the root's lock and syncs its copy with the source tree (off the async threads).
     async fn lock(project: &Project) -> Result<Scratch, Checked> {
         let base = cache_dir()
-            .ok_or_else(|| Checked::Unchecked(Unchecked::Tool("no cache directory (HOME and XDG_CACHE_HOME unset)".into())))?
+            .ok_or_else(|| {
+                Checked::Unchecked(Unchecked::Tool("no cache directory (HOME and XDG_CACHE_HOME unset)".into()))
+            })?
             .join("scratch")
             .join(root_hash(&project.root));
-        let lock = locks().lock().unwrap_or_else(|poisoned| poisoned.into_inner()).entry(project.root.clone()).or_default().clone();
+        let lock = locks()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(project.root.clone())
+            .or_default()
+            .clone();
         let guard = lock.lock_owned().await;
         let copy = base.join("src");
         let (root, copy_for_sync, node_modules) = (project.root.clone(), copy.clone(), project.node_modules.clone());
@@ -830,11 +927,12 @@ impl Scratch {
             .stderr(std::process::Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        std::fs::create_dir_all(&self.target).map_err(|error| Checked::Unchecked(Unchecked::Tool(error.to_string())))?;
+        std::fs::create_dir_all(&self.target)
+            .map_err(|error| Checked::Unchecked(Unchecked::Tool(error.to_string())))?;
         let started = Instant::now();
-        let child = command.spawn().map_err(|error| {
-            Checked::Unchecked(Unchecked::Tool(format!("{}: {error}", step.program.display())))
-        })?;
+        let child = command
+            .spawn()
+            .map_err(|error| Checked::Unchecked(Unchecked::Tool(format!("{}: {error}", step.program.display()))))?;
         let group = child.id();
         let kill_group = || {
             if let Some(pid) = group.and_then(|pid| i32::try_from(pid).ok()) {
@@ -973,12 +1071,15 @@ mod tests {
         // No error: passes, the original's errors are not even needed.
         assert_eq!(judge(&[], None, Some("mismatched types"), None), Ok(()));
         // An error, and the original was not checked: refused.
-        assert!(judge(&[new_error.clone()], None, None, None).is_err());
+        assert!(judge(std::slice::from_ref(&new_error), None, None, None).is_err());
         // An unrelated error the original had too does not block.
         let baseline = [unrelated.clone(), target.clone()];
-        assert_eq!(judge(&[unrelated.clone()], Some(&baseline), Some("mismatched types\nexpected `u32`"), None), Ok(()));
+        assert_eq!(
+            judge(std::slice::from_ref(&unrelated), Some(&baseline), Some("mismatched types\nexpected `u32`"), None),
+            Ok(())
+        );
         // The diagnostic asked for is still there.
-        let still = judge(&[target.clone()], Some(&baseline), Some("mismatched types"), None).unwrap_err();
+        let still = judge(std::slice::from_ref(&target), Some(&baseline), Some("mismatched types"), None).unwrap_err();
         assert!(still.starts_with("still there"), "{still}");
         // A new error.
         assert!(judge(&[new_error], Some(&baseline), Some("mismatched types"), None).is_err());
@@ -986,7 +1087,7 @@ mod tests {
         assert!(judge(&[unrelated.clone(), unrelated.clone()], Some(&baseline), None, None).is_err());
         // An error on the edited lines is refused even when the original had it (no target message given).
         let edited = EditedLines { file: "src/lib.rs".into(), lines: 1..=1 };
-        let in_edit = judge(&[target.clone()], Some(&baseline), None, Some(&edited)).unwrap_err();
+        let in_edit = judge(std::slice::from_ref(&target), Some(&baseline), None, Some(&edited)).unwrap_err();
         assert!(in_edit.starts_with("in the edit"), "{in_edit}");
         assert_eq!(judge(&[unrelated], Some(&baseline), None, Some(&edited)), Ok(()));
         let change = FileChange {
@@ -1040,7 +1141,13 @@ mod tests {
         assert_eq!(cargo_check_step(&project, true).args.last().map(String::as_str), Some("--tests"));
         let test = cargo_test_step(&project, "tests::f_works");
         assert_eq!(test.args.join(" "), "test --message-format=json --quiet -p a --lib -- --exact tests::f_works");
-        let ts = Project { kind: ProjectKind::Node, file: "src/m.ts".into(), package: None, crate_dir: "".into(), ..project };
+        let ts = Project {
+            kind: ProjectKind::Node,
+            file: "src/m.ts".into(),
+            package: None,
+            crate_dir: "".into(),
+            ..project
+        };
         let info = Path::new("/c/tsc.tsbuildinfo");
         assert_eq!(
             tsc_step(&ts, "tsc".into(), true, info).args.join(" "),

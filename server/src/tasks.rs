@@ -314,7 +314,8 @@ async fn fix(
             };
             match exec.check(&change, cancel).await {
                 Ok(()) => {
-                    let outcome = TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 };
+                    let outcome =
+                        TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 };
                     return Ok(outcome);
                 }
                 Err(refusal) => refused_repair = Some(refusal),

@@ -31,7 +31,11 @@ const LIB: &str = "pub fn total(prices: &[u32]) -> u32 {\n    prices.iter().sum(
 fn temp_crate(name: &str, lib: &str) -> PathBuf {
     let dir = scratch_dir(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("Cargo.toml"), format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
+    )
+    .unwrap();
     std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
     dir
 }
@@ -39,7 +43,13 @@ fn temp_crate(name: &str, lib: &str) -> PathBuf {
 /// The change that replaces `old` (once) in `text` with `new`.
 fn replace(path: Option<PathBuf>, text: &str, old: &str, new: &str) -> FileChange {
     let start = text.find(old).unwrap_or_else(|| panic!("{old:?} not in the fixture"));
-    FileChange { path, create: false, old_text: text.to_owned(), replace: start..start + old.len(), insert: new.to_owned() }
+    FileChange {
+        path,
+        create: false,
+        old_text: text.to_owned(),
+        replace: start..start + old.len(),
+        insert: new.to_owned(),
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -161,7 +171,8 @@ fn a_check_past_its_time_limit_is_refused() {
     cache_home();
     // A build script that sleeps: the check must be killed at the limit, not waited for.
     let dir = temp_crate("exec_timeout", LIB);
-    std::fs::write(dir.join("build.rs"), "fn main() { std::thread::sleep(std::time::Duration::from_secs(60)); }\n").unwrap();
+    std::fs::write(dir.join("build.rs"), "fn main() { std::thread::sleep(std::time::Duration::from_secs(60)); }\n")
+        .unwrap();
     let file = dir.join("src/lib.rs");
     let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000 };
     let gate = Gate::new(settings, TaskKind::Fix, Some(&file), LIB, None);
@@ -181,7 +192,8 @@ fn tsc_modules() -> PathBuf {
     modules
 }
 
-const TS: &str = "export function total(prices: number[]): number {\n  return prices.reduce((sum, p) => sum + p, 0);\n}\n";
+const TS: &str =
+    "export function total(prices: number[]): number {\n  return prices.reduce((sum, p) => sum + p, 0);\n}\n";
 
 #[test]
 fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
@@ -221,7 +233,8 @@ fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
 #[test]
 fn cli_fix_with_run_refuses_what_does_not_compile() {
     cache_home();
-    let lib = "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = \"0\"\n    base + prices.iter().sum::<u32>()\n}\n";
+    let lib =
+        "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = \"0\"\n    base + prices.iter().sum::<u32>()\n}\n";
     let dir = temp_crate("exec_cli", lib);
     let file = dir.join("src/lib.rs");
     let _lock = spark_tests::model_lock();
@@ -243,7 +256,8 @@ fn cli_fix_with_run_refuses_what_does_not_compile() {
     assert!(unchecked["changes"][0]["diff"].as_str().unwrap().contains("+    let base: u32 = \"0\";"), "{unchecked}");
     let checked = run(&["--run"]);
     let offered = checked["changes"].as_array().unwrap();
-    let repair_refused = checked["rejections"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("cargo check"));
+    let repair_refused =
+        checked["rejections"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("cargo check"));
     if checked["verified"] == true {
         // The model found a fix that compiles: it must say so, and it must not be the grammar's repair.
         assert!(checked["title"].as_str().unwrap().contains("cargo check passed"), "{checked}");
@@ -252,14 +266,18 @@ fn cli_fix_with_run_refuses_what_does_not_compile() {
         assert!(offered.is_empty());
     }
     assert!(repair_refused, "the grammar's repair must be refused by cargo check: {checked}");
-    eprintln!("fix --run: verified {}, title {}, rejections {}", checked["verified"], checked["title"], checked["rejections"]);
+    eprintln!(
+        "fix --run: verified {}, title {}, rejections {}",
+        checked["verified"], checked["title"], checked["rejections"]
+    );
 }
 
 /// `spark-lsp fix --run` offers a fix that compiles, and says which check it passed.
 #[test]
 fn cli_fix_with_run_offers_a_fix_that_compiles() {
     cache_home();
-    let lib = "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = 0\n    base + prices.iter().sum::<u32>()\n}\n";
+    let lib =
+        "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = 0\n    base + prices.iter().sum::<u32>()\n}\n";
     let dir = temp_crate("exec_cli_ok", lib);
     let file = dir.join("src/lib.rs");
     let _lock = spark_tests::model_lock();
@@ -276,4 +294,47 @@ fn cli_fix_with_run_offers_a_fix_that_compiles() {
     let title = json["title"].as_str().unwrap();
     assert!(title.contains("cargo check passed"), "{title}");
     eprintln!("fix --run on a missing `;`: {title}, {} ms in all", json["ms"]);
+}
+
+/// Generated TypeScript tests for node:test run before they are offered. Node here may be older than 22.6 (no
+/// type stripping): then the project's tsc compiles them first.
+#[test]
+fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
+    cache_home();
+    let modules = tsc_modules();
+    let dir = scratch_dir("exec-ts-tests");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts-tests\", \"private\": true}\n").unwrap();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true}, "include": ["src"]}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    let test_file = |assertion: &str| {
+        FileChange {
+        path: Some(dir.join("src/total.test.ts")),
+        create: true,
+        old_text: String::new(),
+        replace: 0..0,
+        insert: format!(
+            "import {{ test }} from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport {{ total }} from \"./total\";\n\n\
+             test(\"total works\", () => {{\n  {assertion}\n}});\n"
+        ),
+    }
+    };
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000 };
+    let gate = Gate::new(settings, TaskKind::Tests, Some(&file), TS, None);
+    assert_eq!(runtime.block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 6);"), &cancel)), Ok(()));
+    assert!(gate.summary().contains("node --test passed"), "{}", gate.summary());
+    eprintln!("node --test{}", gate.summary());
+    let refused = runtime
+        .block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 7);"), &cancel))
+        .expect_err("a failing test is refused");
+    assert!(refused.contains("fails"), "{refused}");
+    assert!(!dir.join("src/total.test.ts").exists(), "a check wrote into the user's tree");
 }
