@@ -338,3 +338,28 @@ fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
     assert!(refused.contains("fails"), "{refused}");
     assert!(!dir.join("src/total.test.ts").exists(), "a check wrote into the user's tree");
 }
+
+/// The server runs no command unless the user turns a tier on, and `spark/status` says what it may run.
+#[test]
+fn status_lists_the_commands_the_settings_allow() {
+    use serde_json::{json, Value};
+    use std::time::Duration;
+    let mut client = spark_tests::LspClient::start(&[], None).unwrap();
+    client.initialize(json!({})).unwrap();
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    assert_eq!(status["result"]["verify"]["commands"], json!([]), "{status}");
+    assert_eq!(status["result"]["verify"]["compile"], false);
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"spark": {"verify": {"compile": true, "runTests": true, "timeoutMs": 30000}}}}),
+        )
+        .unwrap();
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    let commands = status["result"]["verify"]["commands"].as_array().unwrap();
+    for command in ["cargo check", "tsc --noEmit", "cargo test"] {
+        assert!(commands.iter().any(|listed| listed == command), "{command} not in {status}");
+    }
+    assert_eq!(status["result"]["verify"]["timeoutMs"], 30000);
+    client.shutdown(Duration::from_secs(10)).unwrap();
+}
