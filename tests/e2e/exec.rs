@@ -344,6 +344,7 @@ fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
 fn status_lists_the_commands_the_settings_allow() {
     use serde_json::{json, Value};
     use std::time::Duration;
+    cache_home();
     let mut client = spark_tests::LspClient::start(&[], None).unwrap();
     client.initialize(json!({})).unwrap();
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
