@@ -13,8 +13,9 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# MODEL=NAME installs another model (scripts/install-model.sh --list); the default model otherwise.
 model:
-	@bash scripts/install-model.sh
+	@bash scripts/install-model.sh $(MODEL)
 
 # The pinned TypeScript compiler under target/tools, for the execution-check tests (tests/e2e/exec.rs).
 tools: deps

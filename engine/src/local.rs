@@ -79,7 +79,17 @@ fn chat_frame(model: &LlamaModel) -> Option<crate::model_info::ChatFrame> {
     let template = model.chat_template(None).ok()?;
     let message = LlamaChatMessage::new("user".to_owned(), marker.clone()).ok()?;
     let rendered = model.apply_chat_template(&template, &[message], true).ok()?;
-    crate::model_info::ChatFrame::from_rendered(&rendered, &marker)
+    let frame = crate::model_info::ChatFrame::from_rendered(&rendered, &marker)?;
+    // The same with a system message first, for task prompts that carry one.
+    let system_marker = format!("SPARK{}SYSTEM", "_".repeat(2048));
+    let with_system = [
+        LlamaChatMessage::new("system".to_owned(), system_marker.clone()).ok()?,
+        LlamaChatMessage::new("user".to_owned(), marker.clone()).ok()?,
+    ];
+    Some(match model.apply_chat_template(&template, &with_system, true) {
+        Ok(rendered) => frame.with_system(&rendered, &system_marker, &marker),
+        Err(_) => frame,
+    })
 }
 
 fn fim_template(

@@ -25,23 +25,55 @@ pub struct ModelInfo {
     pub memory: Option<crate::memory::MemoryEstimate>,
 }
 
-/// The text a chat template puts before and after a user message, up to where the assistant's answer begins.
+/// The text a chat template puts before and after a user message, up to where the assistant's answer begins;
+/// and, when the template renders a system message, the text around a system message followed by a user one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatFrame {
     pub before_user: String,
     pub after_user: String,
+    /// `(before the system message, between it and the user message)`; the user message is then followed by
+    /// `after_user`. `None` when the template has no system turn (the system text then opens the user turn).
+    pub system: Option<(String, String)>,
 }
 
 impl ChatFrame {
     /// Splits a template rendered around `marker` into the frame; `None` when the marker is not there verbatim.
     pub fn from_rendered(rendered: &str, marker: &str) -> Option<ChatFrame> {
         let at = rendered.find(marker)?;
-        Some(ChatFrame { before_user: rendered[..at].to_owned(), after_user: rendered[at + marker.len()..].to_owned() })
+        Some(ChatFrame {
+            before_user: rendered[..at].to_owned(),
+            after_user: rendered[at + marker.len()..].to_owned(),
+            system: None,
+        })
+    }
+
+    /// Adds the system turn from a template rendered around a system message `system_marker` followed by a
+    /// user message `user_marker`; kept as it is when the markers are not both there, in that order, with the
+    /// same text after the user message.
+    pub fn with_system(mut self, rendered: &str, system_marker: &str, user_marker: &str) -> ChatFrame {
+        let Some(system_at) = rendered.find(system_marker) else { return self };
+        let after_system = system_at + system_marker.len();
+        let Some(user_at) = rendered[after_system..].find(user_marker).map(|at| after_system + at) else {
+            return self;
+        };
+        if rendered[user_at + user_marker.len()..] != self.after_user {
+            return self;
+        }
+        self.system = Some((rendered[..system_at].to_owned(), rendered[after_system..user_at].to_owned()));
+        self
     }
 
     /// A prompt with `message` as the user's turn, ending where the assistant's answer starts.
     pub fn prompt(&self, message: &str) -> String {
         format!("{}{message}{}", self.before_user, self.after_user)
+    }
+
+    /// A prompt with a system message and a user message, ending where the assistant's answer starts.
+    pub fn prompt_with_system(&self, system: &str, message: &str) -> String {
+        match &self.system {
+            Some((before_system, between)) => format!("{before_system}{system}{between}{message}{}", self.after_user),
+            None => self.prompt(&format!("{system}\n\n{message}")),
+        }
     }
 }
 
@@ -56,6 +88,25 @@ mod tests {
         let frame = ChatFrame::from_rendered(rendered, "MARK").unwrap();
         assert_eq!(frame.prompt("fix it"), "<start_of_turn>user\nfix it<end_of_turn>\n<start_of_turn>model\n");
         assert_eq!(ChatFrame::from_rendered("no marker here", "MARK"), None);
+        assert_eq!(frame.prompt_with_system("be brief", "fix it"), frame.prompt("be brief\n\nfix it"));
+    }
+
+    #[test]
+    fn chat_frame_with_a_system_turn() {
+        let user_only = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n";
+        let both = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n";
+        let frame = ChatFrame::from_rendered(user_only, "U").unwrap().with_system(both, "S", "U");
+        expect_test::expect![[r#"
+            <|im_start|>system
+            Only code.<|im_end|>
+            <|im_start|>user
+            fix it<|im_end|>
+            <|im_start|>assistant
+        "#]]
+        .assert_eq(&frame.prompt_with_system("Only code.", "fix it"));
+        // A template that renders the system text elsewhere than expected keeps the user-only frame.
+        let odd = ChatFrame::from_rendered(user_only, "U").unwrap().with_system("U then S", "S", "U");
+        assert_eq!(odd.system, None);
     }
 }
 

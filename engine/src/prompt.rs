@@ -16,6 +16,11 @@ pub struct PromptInput<'a> {
 
 /// Renders the prompt. With a FIM template the markers are special tokens (tokenize with special parsing on);
 /// without one the model continues the prefix and the suffix is used only to stop and trim.
+///
+/// Prefix-suffix-middle layouts put the typed part of the cursor's line after the middle marker, as the start of
+/// the answer (llama.cpp's `/infill` does the same): everything before it — header, the prefix up to the start of
+/// the line, the suffix — stays put while the user types on that line, so each keystroke appends a few tokens
+/// to the KV cache instead of invalidating the whole suffix behind the typed text.
 pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
     let PromptInput { header, prefix, suffix } = input;
     match fim {
@@ -23,11 +28,20 @@ pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
         Some(template) if template.suffix_first => {
             format!("{}{suffix}{}{header}{prefix}", template.suffix_marker, template.prefix_marker)
         }
-        Some(template) => format!(
-            "{}{header}{prefix}{}{suffix}{}",
-            template.prefix_marker, template.suffix_marker, template.middle_marker
-        ),
+        Some(template) => {
+            let (stable, typed) = split_at_line_start(prefix);
+            format!(
+                "{}{header}{stable}{}{suffix}{}{typed}",
+                template.prefix_marker, template.suffix_marker, template.middle_marker
+            )
+        }
     }
+}
+
+/// The prefix up to and including its last line break, and the text typed on the cursor's line after it.
+pub fn split_at_line_start(prefix: &str) -> (&str, &str) {
+    let at = prefix.rfind('\n').map_or(0, |newline| newline + 1);
+    prefix.split_at(at)
 }
 
 #[cfg(test)]
@@ -61,12 +75,12 @@ mod tests {
         check(
             Some(FimFamily::QwenCoder),
             expect![[r#"
-            <|fim_prefix|>// a.rs
-            fn main() {
-                let x<|fim_suffix|>;
-            }
-            <|fim_middle|>
-            -- stops: <|endoftext|> <|fim_pad|> <|repo_name|> <|file_sep|> <|im_end|>"#]],
+                <|fim_prefix|>// a.rs
+                fn main() {
+                <|fim_suffix|>;
+                }
+                <|fim_middle|>    let x
+                -- stops: <|endoftext|> <|fim_pad|> <|repo_name|> <|file_sep|> <|im_end|>"#]],
         );
     }
 
@@ -75,12 +89,12 @@ mod tests {
         check(
             Some(FimFamily::StarCoder2),
             expect![[r#"
-            <fim_prefix>// a.rs
-            fn main() {
-                let x<fim_suffix>;
-            }
-            <fim_middle>
-            -- stops: <|endoftext|> <fim_pad> <file_sep>"#]],
+                <fim_prefix>// a.rs
+                fn main() {
+                <fim_suffix>;
+                }
+                <fim_middle>    let x
+                -- stops: <|endoftext|> <fim_pad> <file_sep>"#]],
         );
     }
 
@@ -89,12 +103,12 @@ mod tests {
         check(
             Some(FimFamily::CodeGemma),
             expect![[r#"
-            <|fim_prefix|>// a.rs
-            fn main() {
-                let x<|fim_suffix|>;
-            }
-            <|fim_middle|>
-            -- stops: <|file_separator|> <eos> <end_of_turn>"#]],
+                <|fim_prefix|>// a.rs
+                fn main() {
+                <|fim_suffix|>;
+                }
+                <|fim_middle|>    let x
+                -- stops: <|file_separator|> <eos> <end_of_turn>"#]],
         );
     }
 
@@ -103,12 +117,12 @@ mod tests {
         check(
             Some(FimFamily::DeepSeekCoder),
             expect![[r#"
-            <｜fim▁begin｜>// a.rs
-            fn main() {
-                let x<｜fim▁hole｜>;
-            }
-            <｜fim▁end｜>
-            -- stops: <｜end▁of▁sentence｜> <|EOT|>"#]],
+                <｜fim▁begin｜>// a.rs
+                fn main() {
+                <｜fim▁hole｜>;
+                }
+                <｜fim▁end｜>    let x
+                -- stops: <｜end▁of▁sentence｜> <|EOT|>"#]],
         );
     }
 
@@ -131,13 +145,39 @@ mod tests {
         check(
             Some(FimFamily::CodeLlama),
             expect![[r#"
-            <PRE> // a.rs
-            fn main() {
-                let x <SUF>;
-            }
-             <MID>
-            -- stops: <EOT> </s>"#]],
+                <PRE> // a.rs
+                fn main() {
+                 <SUF>;
+                }
+                 <MID>    let x
+                -- stops: <EOT> </s>"#]],
         );
+    }
+
+    #[test]
+    fn typing_on_a_line_only_appends_to_a_fim_prompt() {
+        // Each keystroke on the cursor's line must leave the rendered prompt before it untouched, so the KV cache
+        // keeps all of it (header, prefix lines, suffix) and only the typed characters are decoded.
+        let families = [FimFamily::QwenCoder, FimFamily::StarCoder2, FimFamily::CodeGemma, FimFamily::DeepSeekCoder];
+        let line = "    let total = items.len();";
+        for family in families {
+            let template = family.template(None);
+            let mut previous = String::new();
+            for typed in 0..=line.len() {
+                let prefix = format!("fn main() {{\n{}", &line[..typed]);
+                let rendered =
+                    render(Some(&template), PromptInput { header: "// a.rs\n", prefix: &prefix, suffix: "\n}\n" });
+                assert!(rendered.starts_with(&previous), "{family:?} at {typed}: {rendered:?} after {previous:?}");
+                previous = rendered;
+            }
+        }
+    }
+
+    #[test]
+    fn split_at_line_start_keeps_the_line_break_in_the_stable_part() {
+        assert_eq!(split_at_line_start("a\n  b"), ("a\n", "  b"));
+        assert_eq!(split_at_line_start("a\n"), ("a\n", ""));
+        assert_eq!(split_at_line_start("abc"), ("", "abc"));
     }
 
     #[test]

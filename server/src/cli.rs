@@ -260,6 +260,7 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     println!("threads:      {} (physical cores {}, logical {})", config.threads, num_physical(), num_logical());
     println!("cpu features: {}", cpu_features());
+    print_installed_models();
     let started = Instant::now();
     let engine = Engine::start(config);
     let ready = engine.wait_ready().await;
@@ -306,6 +307,31 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     engine.shutdown();
     Ok(code)
+}
+
+/// The models in the model folder, and what Spark uses each for (`scripts/install-model.sh NAME` adds more).
+fn print_installed_models() {
+    let dir = spark_engine::model_dir();
+    let installed = spark_engine::installed_models();
+    match &dir {
+        Some(dir) => println!("models in:    {} ({} installed)", dir.display(), installed.len()),
+        None => println!("models in:    none (HOME is not set)"),
+    }
+    for (path, size) in &installed {
+        let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let known = spark_engine::KNOWN_MODELS.iter().find(|known| known.file == file);
+        let serves =
+            known.map_or("a GGUF Spark does not know: FIM when its vocabulary has the tokens", |known| known.serves);
+        println!("  {file} ({:.0} MiB): {serves}", *size as f64 / (1024.0 * 1024.0));
+    }
+    let missing: Vec<&str> = spark_engine::KNOWN_MODELS
+        .iter()
+        .filter(|known| !installed.iter().any(|(path, _)| path.file_name().is_some_and(|name| name == known.file)))
+        .map(|known| known.name)
+        .collect();
+    if !missing.is_empty() {
+        println!("  not installed: {} (scripts/install-model.sh NAME, or make model MODEL=NAME)", missing.join(", "));
+    }
 }
 
 fn num_physical() -> usize {

@@ -6,8 +6,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use spark_engine::postprocess::{self, StopContext};
 use spark_engine::{
-    Completion, CompletionRequest, CompletionStats, Engine, EngineError, RemoteClient, RemoteError, RemoteHealth,
-    RemoteRequest, StopMode, StopReason, StreamRules,
+    ChatFrame, Completion, CompletionRequest, CompletionStats, Engine, EngineError, RemoteClient, RemoteError,
+    RemoteHealth, RemoteRequest, StopMode, StopReason, StreamRules,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +21,34 @@ pub enum Route {
     RemoteThenLocal,
     /// Both at once; the first usable answer wins and the other is cancelled.
     Race,
+}
+
+/// A task prompt in the two forms a model may need: an instruction (system and user message) for
+/// instruction-tuned models, framed by their own chat template locally or sent as chat messages to a remote with
+/// `remote.chat`; and a few-shot completion prompt for base models (and remote completion endpoints).
+#[derive(Debug, Clone, Default)]
+pub struct TaskPrompt {
+    pub system: String,
+    pub instruction: String,
+    pub few_shot: String,
+    /// Where a few-shot answer ends (the next example starts).
+    pub few_shot_stops: Vec<String>,
+    /// The start of the answer given to a local instruction-tuned model (the opening of a code block, say), so
+    /// that it answers with code at once; the answer is returned without it.
+    pub chat_prefill: String,
+    /// Where a chat answer that was given `chat_prefill` ends (e.g. the closing code fence).
+    pub chat_stops: Vec<String>,
+}
+
+/// How the model that answered was prompted, so that the task reads the answer right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptStyle {
+    /// A continuation of the few-shot prompt.
+    FewShot,
+    /// A chat answer that went on from `chat_prefill` (local instruction-tuned model).
+    ChatPrefilled,
+    /// A whole chat answer (remote chat endpoint): code may come in fences, with prose around it.
+    Chat,
 }
 
 /// Which backend produced an answer.
@@ -44,6 +72,8 @@ pub struct Generated {
     pub completion: Completion,
     pub served: Served,
     pub remote_error: Option<RemoteError>,
+    /// How the answering model was prompted (tasks); `FewShot` for ghost text.
+    pub style: PromptStyle,
 }
 
 impl Generator<'_> {
@@ -62,7 +92,46 @@ impl Generator<'_> {
 
     /// Runs `request` along the route.
     pub async fn generate(&self, request: CompletionRequest) -> Result<Generated, EngineError> {
-        let generated = self.generate_inner(request).await?;
+        self.generate_with(request, None).await
+    }
+
+    /// How the local model takes task prompts: through its chat template when it has one.
+    pub fn local_chat(&self) -> Option<ChatFrame> {
+        match self.engine.state() {
+            spark_engine::EngineState::Ready(info) => info.chat.clone(),
+            _ => None,
+        }
+    }
+
+    /// Runs a task prompt along the route: each backend gets the form it understands (the local model's own
+    /// chat template, chat messages for a chat endpoint, the few-shot prompt otherwise); `request` carries
+    /// everything else (budget, deadline, sampling, cancel). The answer says which form it answers.
+    pub async fn generate_task(
+        &self,
+        task: &TaskPrompt,
+        mut request: CompletionRequest,
+    ) -> Result<Generated, EngineError> {
+        request.raw_prompt = true;
+        match self.local_chat() {
+            Some(frame) => {
+                request.prefix =
+                    format!("{}{}", frame.prompt_with_system(&task.system, &task.instruction), task.chat_prefill);
+                request.stop_strings = task.chat_stops.clone();
+            }
+            None => {
+                request.prefix = task.few_shot.clone();
+                request.stop_strings = task.few_shot_stops.clone();
+            }
+        }
+        self.generate_with(request, Some(task)).await
+    }
+
+    async fn generate_with(
+        &self,
+        request: CompletionRequest,
+        task: Option<&TaskPrompt>,
+    ) -> Result<Generated, EngineError> {
+        let generated = self.generate_inner(request, task).await?;
         if let Some(error) = &generated.remote_error {
             tracing::warn!(%error, "remote endpoint failed");
             *self.last_remote_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error.clone());
@@ -70,17 +139,23 @@ impl Generator<'_> {
         Ok(generated)
     }
 
-    async fn generate_inner(&self, request: CompletionRequest) -> Result<Generated, EngineError> {
+    async fn generate_inner(
+        &self,
+        request: CompletionRequest,
+        task: Option<&TaskPrompt>,
+    ) -> Result<Generated, EngineError> {
         let remote = match (self.route, self.remote) {
             (Route::Local, _) | (_, None) => None,
             (_, Some(remote)) => Some(remote),
         };
         let Some(remote) = remote else { return self.run_local(request, None).await };
         // Ghost text answered before (or typed ahead along the shown suggestion) needs no round trip.
-        if let Some(completion) = self.engine.cached(&request) {
-            return Ok(Generated { completion, served: Served::Local, remote_error: None });
+        if task.is_none() {
+            if let Some(completion) = self.engine.cached(&request) {
+                return Ok(self.local_answer(completion, None, false));
+            }
         }
-        let result = self.generate_routed(remote, request.clone()).await;
+        let result = self.generate_routed(remote, request.clone(), task).await;
         if let Ok(generated) = &result {
             if generated.served == Served::Remote {
                 self.engine.remember(&request, &generated.completion);
@@ -93,7 +168,15 @@ impl Generator<'_> {
         &self,
         remote: &RemoteClient,
         request: CompletionRequest,
+        task: Option<&TaskPrompt>,
     ) -> Result<Generated, EngineError> {
+        let remote_style = match task {
+            None => PromptStyle::FewShot,
+            Some(_) if remote.config().chat => PromptStyle::Chat,
+            Some(_) => PromptStyle::FewShot,
+        };
+        let remote_answer =
+            |completion| Generated { completion, served: Served::Remote, remote_error: None, style: remote_style };
         // A remote that is down is skipped until its retry time; it is probed again by itself after that.
         if let RemoteHealth::Down { last_error, .. } = remote.health() {
             if self.route == Route::Remote {
@@ -103,14 +186,12 @@ impl Generator<'_> {
         }
         match self.route {
             Route::Local => unreachable!("handled above"),
-            Route::Remote => match remote_complete(remote, &request).await {
-                Ok(completion) => Ok(Generated { completion, served: Served::Remote, remote_error: None }),
+            Route::Remote => match remote_complete(remote, &request, task).await {
+                Ok(completion) => Ok(remote_answer(completion)),
                 Err(error) => Ok(empty(Served::Remote, Some(error))),
             },
-            Route::RemoteThenLocal => match remote_complete(remote, &request).await {
-                Ok(completion) if !completion.text.trim().is_empty() => {
-                    Ok(Generated { completion, served: Served::Remote, remote_error: None })
-                }
+            Route::RemoteThenLocal => match remote_complete(remote, &request, task).await {
+                Ok(completion) if !completion.text.trim().is_empty() => Ok(remote_answer(completion)),
                 Ok(_) => self.run_local(request, None).await,
                 Err(RemoteError::Cancelled) => Ok(empty(Served::Remote, None)),
                 Err(error) => self.run_local(request, Some(error)).await,
@@ -122,23 +203,23 @@ impl Generator<'_> {
                 let local_cancel = request.cancel.child_token();
                 let mut local_request = request;
                 local_request.cancel = local_cancel.clone();
-                let remote_future = remote_complete(remote, &remote_request);
+                let remote_future = remote_complete(remote, &remote_request, task);
                 let local_future = self.engine.complete(local_request);
                 tokio::pin!(remote_future, local_future);
                 tokio::select! {
                     remote_result = &mut remote_future => match remote_result {
                         Ok(completion) if !completion.text.trim().is_empty() => {
                             local_cancel.cancel();
-                            Ok(Generated { completion, served: Served::Remote, remote_error: None })
+                            Ok(remote_answer(completion))
                         }
                         other => {
                             let completion = local_future.await?;
-                            Ok(Generated { completion, served: Served::Local, remote_error: other.err() })
+                            Ok(self.local_answer(completion, other.err(), task.is_some()))
                         }
                     },
                     local_result = &mut local_future => {
                         remote_cancel.cancel();
-                        Ok(Generated { completion: local_result?, served: Served::Local, remote_error: None })
+                        Ok(self.local_answer(local_result?, None, task.is_some()))
                     }
                 }
             }
@@ -150,21 +231,43 @@ impl Generator<'_> {
         request: CompletionRequest,
         remote_error: Option<RemoteError>,
     ) -> Result<Generated, EngineError> {
+        let task = request.raw_prompt;
         let completion = self.engine.complete(request).await?;
-        Ok(Generated { completion, served: Served::Local, remote_error })
+        Ok(self.local_answer(completion, remote_error, task))
+    }
+
+    /// A local answer; a task's was prompted through the chat template when the model has one (see
+    /// `generate_task`).
+    fn local_answer(&self, completion: Completion, remote_error: Option<RemoteError>, task: bool) -> Generated {
+        let chat = task && self.local_chat().is_some();
+        let style = if chat { PromptStyle::ChatPrefilled } else { PromptStyle::FewShot };
+        Generated { completion, served: Served::Local, remote_error, style }
     }
 }
 
 fn empty(served: Served, remote_error: Option<RemoteError>) -> Generated {
     let completion = Completion { text: String::new(), stop: StopReason::Cancelled, stats: CompletionStats::default() };
-    Generated { completion, served, remote_error }
+    Generated { completion, served, remote_error, style: PromptStyle::FewShot }
 }
 
-/// The request on the remote endpoint: task prompts as they are; ghost text as the header and prefix (with the
-/// suffix where the server does fill-in), cut and cleaned by the same stop rules as local answers.
-async fn remote_complete(remote: &RemoteClient, request: &CompletionRequest) -> Result<Completion, RemoteError> {
+/// The request on the remote endpoint: a task as chat messages (chat endpoints) or its few-shot prompt, never
+/// framed by the local model's chat template; ghost text as the header and prefix (with the suffix where the
+/// server does fill-in), cut and cleaned by the same stop rules as local answers.
+async fn remote_complete(
+    remote: &RemoteClient,
+    request: &CompletionRequest,
+    task: Option<&TaskPrompt>,
+) -> Result<Completion, RemoteError> {
     let started = Instant::now();
-    let (prompt, suffix, stop) = if request.raw_prompt {
+    let mut system = None;
+    let (prompt, suffix, stop) = if let Some(task) = task {
+        if remote.config().chat {
+            system = Some(task.system.clone());
+            (task.instruction.clone(), None, Vec::new())
+        } else {
+            (task.few_shot.clone(), None, task.few_shot_stops.clone())
+        }
+    } else if request.raw_prompt {
         (request.prefix.clone(), None, request.stop_strings.clone())
     } else {
         let stop = match request.mode {
@@ -177,7 +280,7 @@ async fn remote_complete(remote: &RemoteClient, request: &CompletionRequest) -> 
     let remote_request = RemoteRequest {
         prompt,
         suffix,
-        system: None,
+        system,
         stop,
         max_tokens: request.max_tokens,
         temperature: request.sampling.temperature,

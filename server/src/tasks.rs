@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
 use crate::exec_check::{Gate, VerifySettings};
-use crate::route::Generator;
+use crate::route::{Generator, PromptStyle, TaskPrompt};
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 const TASK_LANE: u64 = u64::MAX;
@@ -150,24 +150,21 @@ fn nothing(title: &str) -> TaskOutcome {
     TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
 }
 
-/// Samples the model on `prompt` until `accept` takes a candidate that also passes the execution checks, the
-/// samples run out or the time does.
-#[allow(clippy::too_many_arguments)]
+/// Samples the model on `task` until `accept` takes a candidate that also passes the execution checks, the
+/// samples run out or the time does. `accept` gets the answer as code (fences and prose of a chat answer taken
+/// off) and how it was prompted.
 async fn sample_until<T: AsRef<FileChange>>(
     generator: &Generator<'_>,
-    prompt: &str,
-    stops: &[&str],
+    task: &TaskPrompt,
     max_tokens: usize,
     budget: TaskBudget,
     exec: &Gate<'_>,
     cancel: &CancellationToken,
-    mut accept: impl FnMut(&str) -> Result<T, Rejection>,
+    mut accept: impl FnMut(&str, PromptStyle) -> Result<T, Rejection>,
 ) -> Result<(Option<T>, usize, Vec<String>), EngineError> {
     let started = Instant::now();
     let mut rejections = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    let framed = frame_for_model(generator, prompt);
-    let prompt = framed.as_str();
     for sample_idx in 0..budget.samples.max(1) {
         let left = budget.time.saturating_sub(started.elapsed());
         if left.is_zero() || cancel.is_cancelled() {
@@ -181,7 +178,7 @@ async fn sample_until<T: AsRef<FileChange>>(
         let request = CompletionRequest {
             lane: TASK_LANE,
             header: String::new(),
-            prefix: prompt.to_owned(),
+            prefix: String::new(),
             suffix: String::new(),
             mode: StopMode::Free,
             indent: String::new(),
@@ -190,16 +187,20 @@ async fn sample_until<T: AsRef<FileChange>>(
             deadline: Instant::now() + left,
             cancel: cancel.clone(),
             raw_prompt: true,
-            stop_strings: stops.iter().map(|stop| (*stop).to_owned()).collect(),
+            stop_strings: Vec::new(),
             sampling,
             background: false,
         };
-        let generated = generator.generate(request).await?;
-        let candidate = strip_code_fences(&generated.completion.text);
+        let generated = generator.generate_task(task, request).await?;
+        let candidate = match generated.style {
+            PromptStyle::FewShot => generated.completion.text.clone(),
+            PromptStyle::ChatPrefilled => strip_code_fences(&generated.completion.text),
+            PromptStyle::Chat => first_code_block(&generated.completion.text),
+        };
         if seen.contains(&candidate) {
             continue;
         }
-        match accept(&candidate) {
+        match accept(&candidate, generated.style) {
             Ok(found) => match exec.check(found.as_ref(), cancel).await {
                 Ok(()) => return Ok((Some(found), sample_idx + 1, rejections)),
                 Err(refusal) => {
@@ -209,6 +210,7 @@ async fn sample_until<T: AsRef<FileChange>>(
             },
             Err(rejection) => {
                 tracing::debug!(sample = sample_idx, %rejection, "candidate refused");
+                tracing::trace!(sample = sample_idx, ?candidate, raw = ?generated.completion.text, "refused candidate");
                 rejections.push(rejection.to_string());
             }
         }
@@ -217,21 +219,41 @@ async fn sample_until<T: AsRef<FileChange>>(
     Ok((None, budget.samples, rejections))
 }
 
-/// Prompts are few-shot completions, what a base model continues. An instruction-tuned model (its GGUF carries
-/// a chat template) gets the same text as its user turn, framed by its own template, with the instruction to
-/// answer with the continuation only.
-fn frame_for_model(generator: &Generator<'_>, prompt: &str) -> String {
-    let chat = match generator.engine.state() {
-        spark_engine::EngineState::Ready(info) => info.chat.clone(),
-        _ => None,
-    };
-    match chat {
-        None => prompt.to_owned(),
-        Some(frame) => frame.prompt(&format!(
-            "Continue the text below exactly where it stops. Answer with the continuation only: no explanation, \
-             no code fences, nothing repeated from the text.\n\n{prompt}"
-        )),
+/// The code of a chat answer: its first fenced block, or the whole answer when it has none.
+pub fn first_code_block(text: &str) -> String {
+    let Some(open) = text.find("```") else { return text.trim_matches('\n').to_owned() };
+    let body = &text[open + 3..];
+    let body = body.split_once('\n').map(|(_, body)| body).unwrap_or("");
+    let end = body.find("```").unwrap_or(body.len());
+    body[..end].trim_end().trim_start_matches('\n').to_owned()
+}
+
+/// The code-fence language tag of a language.
+fn fence_tag(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "rust",
+        Lang::TypeScript => "typescript",
+        Lang::Tsx => "tsx",
     }
+}
+
+/// Whole lines around `node`: up to `max_bytes` before it and a third of that after, for an instruction prompt.
+fn surrounding_lines(text: &str, node: Range<usize>, max_bytes: usize) -> &str {
+    let mut start = node.start.saturating_sub(max_bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    if start > 0 {
+        start = text[start..node.start].find('\n').map_or(node.start, |at| start + at + 1);
+    }
+    let mut end = (node.end + max_bytes / 3).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        end = text[node.end..end].rfind('\n').map_or(node.end, |at| node.end + at);
+    }
+    &text[start..end]
 }
 
 /// Instruction-tuned models like to wrap code in Markdown fences; the code is what is checked.
@@ -290,15 +312,7 @@ async fn fix(
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let node = fix_node(document, target);
-    let broken = &document.text[node.clone()];
     let message = target.message.clone().unwrap_or_else(|| "syntax error".to_owned());
-    let language = language_name(document.lang);
-    let prompt = format!(
-        "// Each broken {language} snippet is followed by the same code, fixed.\n\n\
-         // Error: expected `;`\n// Broken:\nlet total = price * count\n// Fixed:\nlet total = price * count;\n\n\
-         // Error: mismatched closing delimiter\n// Broken:\nif ready {{ start(] }}\n// Fixed:\nif ready {{ start() }}\n\n\
-         // Error: {message}\n// Broken:\n{broken}\n// Fixed:\n"
-    );
     let title = format!("Spark fix: {}", first_line(&message));
     // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
     // like any other.
@@ -322,18 +336,30 @@ async fn fix(
             }
         }
     }
+    // An instruction-tuned model rewrites the whole function around the error (a misspelled name or a wrong
+    // argument is fixed with the signature and the locals in view, and the model is not left to guess how much
+    // of the code a bare expression stands for); the edit is then narrowed to what it changed.
+    let node = if generator.local_chat().is_some() { enclosing_function(document, node) } else { node };
+    let broken = &document.text[node.clone()];
+    let task = fix_prompt(document, node.clone(), target.range.start, &message);
     let max_tokens = broken.len() / 2 + 32;
     let (found, tried, mut rejections) =
-        sample_until(generator, &prompt, &["\n\n", "\n// "], max_tokens, budget, exec, cancel, |candidate| {
+        sample_until(generator, &task, max_tokens, budget, exec, cancel, |candidate, style| {
             let candidate = candidate.trim_end().trim_start_matches('\n');
+            // A chat answer may repeat code around the snippet (the reference above it, the next function).
+            let unrepeated;
+            let candidate = if style == PromptStyle::FewShot {
+                candidate
+            } else {
+                unrepeated =
+                    without_repeated_context(candidate, &document.text[..node.start], &document.text[node.end..]);
+                unrepeated.as_str()
+            };
+            // The node starts after its line's indentation; a chat answer repeats it.
+            let candidate = if broken.starts_with(char::is_whitespace) { candidate } else { candidate.trim_start() };
             check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
-            Ok(FileChange {
-                path: None,
-                create: false,
-                old_text: document.text.clone(),
-                replace: node.clone(),
-                insert: candidate.to_owned(),
-            })
+            let (replace, insert) = narrow_rewrite(&document.text, node.clone(), candidate);
+            Ok(FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert })
         })
         .await?;
     rejections.splice(0..0, refused_repair);
@@ -341,6 +367,108 @@ async fn fix(
         return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
     };
     Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 })
+}
+
+/// `answer` without the lines at its start that repeat the end of `before` and the lines at its end that repeat
+/// the start of `after` (compared without surrounding whitespace): what is left rewrites the snippet between.
+pub fn without_repeated_context(answer: &str, before: &str, after: &str) -> String {
+    let lines: Vec<&str> = answer.lines().collect();
+    let before_lines: Vec<&str> = match before.rfind('\n') {
+        Some(at) => before[..at].lines().collect(),
+        None => Vec::new(),
+    };
+    let after_lines: Vec<&str> = match after.find('\n') {
+        Some(at) => after[at + 1..].lines().collect(),
+        None => Vec::new(),
+    };
+    let same = |a: &[&str], b: &[&str]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.trim() == y.trim());
+    let max_head = lines.len().min(before_lines.len());
+    let head = (1..=max_head)
+        .rev()
+        .find(|&k| {
+            same(&lines[..k], &before_lines[before_lines.len() - k..])
+                && lines[..k].iter().any(|l| !l.trim().is_empty())
+        })
+        .unwrap_or(0);
+    let rest = &lines[head..];
+    let max_tail = rest.len().saturating_sub(1).min(after_lines.len());
+    let tail = (1..=max_tail)
+        .rev()
+        .find(|&m| {
+            same(&rest[rest.len() - m..], &after_lines[..m])
+                && rest[rest.len() - m..].iter().any(|l| !l.trim().is_empty())
+        })
+        .unwrap_or(0);
+    rest[..rest.len() - tail].join("\n").trim_matches('\n').to_owned()
+}
+
+/// The function (or method) around `node`, when it is not much larger than a screen; `node` otherwise.
+fn enclosing_function(document: &TaskDocument, node: Range<usize>) -> Range<usize> {
+    let root = document.tree.root_node();
+    let queries = document.lang.queries();
+    smallest_capture(&queries.functions, "function", root, document.text.as_bytes(), node.start, node.end)
+        .map(|function| function.byte_range())
+        .filter(|function| function.len() <= 3000 && function.start <= node.start && node.end <= function.end)
+        .unwrap_or(node)
+}
+
+/// `node` rewritten to `candidate`, as the smallest replacement: the common start and end of the old and new
+/// text are left alone (on character boundaries), so the edit touches only what changed.
+pub fn narrow_rewrite(text: &str, node: Range<usize>, candidate: &str) -> (Range<usize>, String) {
+    let old = &text[node.clone()];
+    let mut head = old.bytes().zip(candidate.bytes()).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(head) || !candidate.is_char_boundary(head) {
+        head -= 1;
+    }
+    let max_tail = (old.len() - head).min(candidate.len() - head);
+    let mut tail = old.bytes().rev().zip(candidate.bytes().rev()).take(max_tail).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(old.len() - tail) || !candidate.is_char_boundary(candidate.len() - tail) {
+        tail -= 1;
+    }
+    let replace = node.start + head..node.end - tail;
+    (replace, candidate[head..candidate.len() - tail].to_owned())
+}
+
+/// Spark fix's prompt: the snippet to rewrite, the diagnostic, and for instruction-tuned models the lines
+/// around it (names in scope, the signature), so that a misspelled name or a wrong argument can be put right.
+fn fix_prompt(document: &TaskDocument, node: Range<usize>, error_at: usize, message: &str) -> TaskPrompt {
+    let language = language_name(document.lang);
+    let tag = fence_tag(document.lang);
+    let text = &document.text;
+    let broken = &text[node.clone()];
+    // The code above the snippet (imports, types, signatures), not repeated in the snippet itself.
+    let before = surrounding_lines(text, node.start..node.start, 1500).trim_end();
+    let reference = if before.trim().is_empty() {
+        String::new()
+    } else {
+        format!("Code above it in the file, for reference:\n```{tag}\n{before}\n```\n\n")
+    };
+    let error_at = error_at.clamp(node.start, node.end);
+    let line_start = text[..error_at].rfind('\n').map_or(0, |at| at + 1).max(node.start);
+    let line_end = text[error_at..].find('\n').map_or(text.len(), |at| error_at + at).min(node.end.max(error_at));
+    let error_line = text[line_start..line_end].trim();
+    let line_number = text[node.start..line_start].matches('\n').count() + 1;
+    let location =
+        if error_line.is_empty() { String::new() } else { format!(" at line {line_number} of it (`{error_line}`)") };
+    TaskPrompt {
+        system: format!(
+            "You fix errors in {language} code. Change as little as possible, keep every name the rest of the code \
+             uses, and answer with the whole corrected code in one code block, nothing else."
+        ),
+        instruction: format!(
+            "{reference}This code does not compile:\n```{tag}\n{broken}\n```\n\
+             The compiler reports{location}: {message}\n\nAnswer with the corrected code, all of it."
+        ),
+        few_shot: format!(
+            "// Each broken {language} snippet is followed by the same code, fixed.\n\n\
+             // Error: expected `;`\n// Broken:\nlet total = price * count\n// Fixed:\nlet total = price * count;\n\n\
+             // Error: mismatched closing delimiter\n// Broken:\nif ready {{ start(] }}\n// Fixed:\nif ready {{ start() }}\n\n\
+             // Error: {message}\n// Broken:\n{broken}\n// Fixed:\n"
+        ),
+        few_shot_stops: vec!["\n\n".to_owned(), "\n// ".to_owned()],
+        chat_prefill: format!("```{tag}\n"),
+        chat_stops: vec!["```".to_owned()],
+    }
 }
 
 /// The node's text with every MISSING punctuation token the parser reported inserted where it belongs.
@@ -424,26 +552,59 @@ async fn rust_tests(
 ) -> Result<TaskOutcome, EngineError> {
     let FunctionTarget { source: function_source, name, arity } = target;
     let header = format!("    #[test]\n    fn {name}_works() {{\n");
-    let prompt = format!(
-        "pub fn add(a: i32, b: i32) -> i32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    \
-         #[test]\n    fn add_works() {{\n        assert_eq!(add(2, 3), 5);\n        assert_eq!(add(-1, 1), 0);\n    }}\n}}\n\n\
-         {function_source}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{header}"
-    );
+    let task = TaskPrompt {
+        system: TESTS_SYSTEM.to_owned(),
+        instruction: format!(
+            "```rust\n{function_source}\n```\n\nWrite one test function for `{name}`, named `{name}_works`, marked \
+             `#[test]`. It goes inside `mod tests` with `use super::*;`, so `{name}` is in scope. Call `{name}` with a \
+             few concrete inputs and check each exact result with `assert_eq!` or `assert!`; work every expected \
+             value out from the code above, step by step, before you write it."
+        ),
+        few_shot: format!(
+            "pub fn add(a: i32, b: i32) -> i32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    \
+             #[test]\n    fn add_works() {{\n        assert_eq!(add(2, 3), 5);\n        assert_eq!(add(-1, 1), 0);\n    }}\n}}\n\n\
+             {function_source}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{header}"
+        ),
+        few_shot_stops: vec!["\n    }\n".to_owned(), "\n}\n".to_owned()],
+        chat_prefill: format!("```rust\n#[test]\nfn {name}_works() {{\n"),
+        chat_stops: vec!["```".to_owned()],
+    };
     let existing = existing_test_module(document);
-    let (found, tried, rejections) =
-        sample_until(generator, &prompt, &["\n    }\n", "\n}\n"], 160, budget, exec, cancel, |body| {
-            let test_fn = format!("{header}{}\n    }}\n", body.trim_end());
-            let change = rust_test_change(document, existing, &test_fn);
-            check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
-            Ok(change)
-        })
-        .await?;
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
+        let test_fn = match style {
+            PromptStyle::FewShot => format!("{header}{}\n    }}\n", body.trim_end()),
+            // Prefilled up to the body: the answer is the body and the closing brace, at the top level.
+            PromptStyle::ChatPrefilled => {
+                indent_block(&format!("#[test]\nfn {name}_works() {{\n{}\n", body.trim_end()), "    ")
+            }
+            PromptStyle::Chat => indent_block(&format!("{}\n", body.trim()), "    "),
+        };
+        let change = rust_test_change(document, existing, &test_fn);
+        check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
+        Ok(change)
+    })
+    .await?;
     Ok(match found {
         Some(change) => {
             TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
         }
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
+}
+
+const TESTS_SYSTEM: &str = "You write unit tests. Every expected value in an assertion is what the code really \
+    returns for that input: trace the code by hand before you write it. Answer with code only, in one code block.";
+
+/// `text` with `indent` before every non-empty line.
+fn indent_block(text: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16 * indent.len());
+    for line in text.split_inclusive('\n') {
+        if !line.trim().is_empty() {
+            out.push_str(indent);
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// The function tests are generated for.
@@ -590,48 +751,73 @@ async fn ts_tests(
         ),
     };
     let header = format!("test(\"{name} works\", () => {{\n");
-    let prompt = format!(
-        "export function add(a: number, b: number): number {{\n  return a + b;\n}}\n\n// add.test.ts\n{imports}\
-         test(\"add works\", () => {{\n  {example_assert}\n}});\n\n{function_source}\n\n// {name}.test.ts\n{imports}{header}"
-    );
+    let assert_style = match framework {
+        TsFramework::Vitest | TsFramework::Jest => "`expect(...).toBe(...)` / `toEqual(...)`",
+        TsFramework::NodeTest => "`assert.equal` / `assert.deepEqual` from `node:assert/strict`",
+    };
+    let task = TaskPrompt {
+        system: TESTS_SYSTEM.to_owned(),
+        instruction: format!(
+            "```typescript\n{function_source}\n```\n\nWrite one test for `{name}`: a call \
+             `test(\"{name} works\", () => {{ ... }});`. The test file already starts with:\n```typescript\n\
+             {imports}import {{ {name} }} from \"./module\";\n```\nCall `{name}` with a few concrete inputs and \
+             check each exact result with {assert_style}; work every expected value out from the code above, step \
+             by step, before you write it."
+        ),
+        few_shot: format!(
+            "export function add(a: number, b: number): number {{\n  return a + b;\n}}\n\n// add.test.ts\n{imports}\
+             test(\"add works\", () => {{\n  {example_assert}\n}});\n\n{function_source}\n\n// {name}.test.ts\n{imports}{header}"
+        ),
+        few_shot_stops: vec!["\n});".to_owned(), "\n}\n".to_owned()],
+        chat_prefill: format!("```typescript\n{header}"),
+        chat_stops: vec!["```".to_owned()],
+    };
     let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
     let test_path = ts_test_path(&path);
     let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
     let existing = std::fs::read_to_string(&test_path).ok();
-    let (found, tried, rejections) =
-        sample_until(generator, &prompt, &["\n});", "\n}\n"], 160, budget, exec, cancel, |body| {
-            let test_code = format!("{header}{}\n}});\n", body.trim_end());
-            let change = match &existing {
-                Some(old_text) => {
-                    let end = old_text.len();
-                    let import = format!("import {{ {name} }} from \"{module}\";\n");
-                    let needs_import = !old_text.contains(&import);
-                    FileChange {
-                        path: Some(test_path.clone()),
-                        create: false,
-                        old_text: old_text.clone(),
-                        replace: end..end,
-                        insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
-                    }
-                }
-                None => FileChange {
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
+        let test_code = match style {
+            PromptStyle::FewShot => format!("{header}{}\n}});\n", body.trim_end()),
+            PromptStyle::ChatPrefilled => format!("{header}{}\n", body.trim_end()),
+            PromptStyle::Chat => format!("{}\n", without_imports(body).trim()),
+        };
+        let change = match &existing {
+            Some(old_text) => {
+                let end = old_text.len();
+                let import = format!("import {{ {name} }} from \"{module}\";\n");
+                let needs_import = !old_text.contains(&import);
+                FileChange {
                     path: Some(test_path.clone()),
-                    create: true,
-                    old_text: String::new(),
-                    replace: 0..0,
-                    insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
-                },
-            };
-            check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
-            Ok(change)
-        })
-        .await?;
+                    create: false,
+                    old_text: old_text.clone(),
+                    replace: end..end,
+                    insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+                }
+            }
+            None => FileChange {
+                path: Some(test_path.clone()),
+                create: true,
+                old_text: String::new(),
+                replace: 0..0,
+                insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
+            },
+        };
+        check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
+        Ok(change)
+    })
+    .await?;
     Ok(match found {
         Some(change) => {
             TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
         }
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
+}
+
+/// A chat answer's test code without the import lines it may repeat (the test file has its own).
+fn without_imports(code: &str) -> String {
+    code.lines().filter(|line| !line.trim_start().starts_with("import ")).collect::<Vec<_>>().join("\n")
 }
 
 /// A pattern description and its examples, read from a comment such as
@@ -743,24 +929,63 @@ async fn regex(
         }
         line
     };
-    let prompt = format!(
-        "Regular expressions that match a whole string, one per description.\n\n\
-         Description: a US zip code, matches 12345, 12345-6789, not 1234\nRegex: ^\\d{{5}}(-\\d{{4}})?$\n\n\
-         Description: a hex color, matches #fff, #a1b2c3, not #ggg\nRegex: ^#([0-9a-fA-F]{{3}}|[0-9a-fA-F]{{6}})$\n\n\
-         Description: a lowercase word, matches hello, not Hello\nRegex: ^[a-z]+$\n\n\
-         Description: {}\nRegex: ^",
-        describe(&spec)
-    );
     let flavor = match document.lang {
         Lang::Rust => RegexFlavor::Rust,
         Lang::TypeScript | Lang::Tsx => RegexFlavor::EcmaScript,
+    };
+    let dialect = match flavor {
+        RegexFlavor::Rust => "Rust `regex` crate",
+        RegexFlavor::EcmaScript => "JavaScript (ECMAScript)",
+    };
+    let quoted =
+        |examples: &[String]| examples.iter().map(|example| format!("`{example}`")).collect::<Vec<_>>().join(", ");
+    let mut instruction = format!(
+        "Write a {dialect} regular expression, anchored with ^ and $ so it matches a whole string: {}.",
+        spec.description
+    );
+    if !spec.positives.is_empty() {
+        instruction.push_str(&format!("\nIt must match each of: {}.", quoted(&spec.positives)));
+    }
+    if !spec.negatives.is_empty() {
+        instruction.push_str(&format!("\nIt must not match any of: {}.", quoted(&spec.negatives)));
+    }
+    instruction.push_str("\nCover the whole kind of string described, not only these examples.");
+    let task = TaskPrompt {
+        system: "You write regular expressions. Answer with the pattern only, on one line in a code block, nothing \
+                 else."
+            .to_owned(),
+        instruction,
+        few_shot: format!(
+            "Regular expressions that match a whole string, one per description.\n\n\
+             Description: a US zip code, matches 12345, 12345-6789, not 1234\nRegex: ^\\d{{5}}(-\\d{{4}})?$\n\n\
+             Description: a hex color, matches #fff, #a1b2c3, not #ggg\nRegex: ^#([0-9a-fA-F]{{3}}|[0-9a-fA-F]{{6}})$\n\n\
+             Description: a lowercase word, matches hello, not Hello\nRegex: ^[a-z]+$\n\n\
+             Description: {}\nRegex: ^",
+            describe(&spec)
+        ),
+        few_shot_stops: vec!["\n".to_owned()],
+        chat_prefill: "```\n^".to_owned(),
+        chat_stops: vec!["\n".to_owned(), "```".to_owned()],
     };
     let line_end = document.text[comment.end..].find('\n').map(|idx| comment.end + idx).unwrap_or(document.text.len());
     let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
     let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
     let in_body = inside_function_body(document, comment.start);
-    let (found, tried, rejections) = sample_until(generator, &prompt, &["\n"], 64, budget, exec, cancel, |generated| {
-        let pattern = format!("^{}", generated.trim());
+    let (found, tried, rejections) = sample_until(generator, &task, 64, budget, exec, cancel, |generated, style| {
+        let generated = generated.trim();
+        let pattern = match style {
+            // The prompt ends with `^`: the answer goes on after it.
+            PromptStyle::FewShot | PromptStyle::ChatPrefilled => format!("^{generated}"),
+            PromptStyle::Chat => {
+                let line = generated.lines().next().unwrap_or("").trim().trim_matches('`');
+                let line = line.strip_prefix('/').and_then(|line| line.strip_suffix('/')).unwrap_or(line);
+                if line.starts_with('^') {
+                    line.to_owned()
+                } else {
+                    format!("^{line}")
+                }
+            }
+        };
         check_regex(flavor, &pattern, &spec.positives, &spec.negatives)?;
         let statement = regex_statement(document.lang, &pattern, in_body);
         let change = FileChange {
@@ -836,6 +1061,26 @@ fn first_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chat_answer_that_repeats_the_file_around_the_snippet_is_cut_to_the_snippet() {
+        let before = "use std::fmt;\n\n/// Doc.\n";
+        let after = "\n\nfn next() {}\n";
+        let answer = "use std::fmt;\n\n/// Doc.\nfn broken() {\n    fixed();\n}\n\nfn next() {}";
+        assert_eq!(without_repeated_context(answer, before, after), "fn broken() {\n    fixed();\n}");
+        // An answer with only the snippet is kept as it is.
+        assert_eq!(without_repeated_context("fn broken() {}", before, after), "fn broken() {}");
+    }
+
+    #[test]
+    fn a_rewrite_is_narrowed_to_what_changed() {
+        let text = "fn f() {\n    count\n}\n";
+        let node = 0..text.len() - 1;
+        let (range, insert) = narrow_rewrite(text, node, "fn f() {\n    counts\n}");
+        assert_eq!((range, insert.as_str()), (18..18, "s"));
+        let (range, insert) = narrow_rewrite("a é b", 0..6, "a è b");
+        assert_eq!((range, insert.as_str()), (2..4, "è"));
+    }
 
     fn document(lang: Lang, text: &str) -> TaskDocument {
         TaskDocument {
