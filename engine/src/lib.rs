@@ -78,7 +78,7 @@ pub fn default_model_path() -> Option<std::path::PathBuf> {
 
 /// A known model's file in `model_dir()`, when the name is one of `KNOWN_MODELS`.
 pub fn known_model_path(name: &str) -> Option<std::path::PathBuf> {
-    let known = KNOWN_MODELS.iter().find(|known| known.name == name || known.file == name)?;
+    let known = KNOWN_MODELS.iter().find(|known| known.name == name)?;
     Some(model_dir()?.join(known.file))
 }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, InlineSettings};
 use crate::document::Document;
 use crate::position::{self, LspPosition, PositionEncoding};
-use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use crate::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use crate::{suggest, verify};
 
 #[derive(Parser, Debug)]
@@ -79,6 +79,11 @@ pub struct TaskArgs {
     /// Time limit of one execution check (with --run).
     #[arg(long, default_value_t = 60_000)]
     pub run_timeout_ms: u64,
+    /// The strong tier, tried when nothing from the model verified: a model name
+    /// (scripts/install-model.sh --list) or a GGUF path; "auto": the largest installed Qwen2.5-Coder that is not
+    /// the model; "none": no strong tier.
+    #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
+    pub strong_model: String,
 }
 
 #[derive(Args, Debug)]
@@ -393,8 +398,18 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     };
     let budget =
         TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };
-    let outcome = tasks::run(
+    let fast_config = engine_config(args.model.as_deref(), args.threads);
+    let task_settings = crate::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
+    let fast_path = match &fast_config.model {
+        ModelSource::Path(path) => Some(path.clone()),
+        ModelSource::None => None,
+    };
+    let strong_model = crate::tiers::StrongModel::default();
+    let strong = task_settings.strong_model_path(fast_path.as_deref()).map(|path| (&strong_model, path, fast_config));
+    let outcome = crate::tiers::run(
         &crate::route::Generator::local(&engine),
+        strong,
+        &task_settings,
         kind,
         &snapshot,
         &target,
@@ -403,6 +418,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     engine.shutdown();
+    strong_model.unload_if_idle(std::time::Duration::ZERO).await;
 
     let diffs: Vec<(String, bool, String)> = outcome
         .changes
@@ -423,6 +439,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             "verified": outcome.verified(),
             "title": outcome.title,
             "samplesTried": outcome.samples_tried,
+            "tier": outcome.tier.name(),
             "ms": outcome.ms,
             "rejections": outcome.rejections,
             "message": (!outcome.verified()).then(|| kind.nothing_verified()),
@@ -433,7 +450,13 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         for (_, _, diff) in &diffs {
             print!("{diff}");
         }
-        eprintln!("spark-lsp: {} ({} ms, {} sample(s))", outcome.title, outcome.ms, outcome.samples_tried);
+        eprintln!(
+            "spark-lsp: {} ({} ms, {} sample(s), {} tier)",
+            outcome.title,
+            outcome.ms,
+            outcome.samples_tried,
+            outcome.tier.name()
+        );
     } else {
         println!("{}", kind.nothing_verified());
         for rejection in &outcome.rejections {

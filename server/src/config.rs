@@ -19,6 +19,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// Execution checks (`cargo check`, `tsc --noEmit`, generated tests) in scratch copies; off by default.
     pub verify: crate::exec_check::VerifySettings,
+    /// Which model tiers the code-action tasks may use.
+    pub tasks: crate::tiers::TaskSettings,
 }
 
 /// What a prompt may be made of, besides the current file.
@@ -212,15 +214,21 @@ impl Settings {
 /// that the error names the path the install step writes to).
 pub fn resolve_model(setting: Option<&std::path::Path>) -> ModelSource {
     if let Some(path) = setting.filter(|path| !path.as_os_str().is_empty()) {
-        return ModelSource::Path(expand_home(path));
+        return ModelSource::Path(known_or_path(path));
     }
     if let Some(path) = std::env::var_os("SPARK_MODEL").filter(|value| !value.is_empty()) {
-        return ModelSource::Path(expand_home(std::path::Path::new(&path)));
+        return ModelSource::Path(known_or_path(std::path::Path::new(&path)));
     }
     match spark_engine::default_model_path() {
         Some(path) => ModelSource::Path(path),
         None => ModelSource::None,
     }
+}
+
+/// A model name the install script knows ("qwen2.5-coder-0.5b") names its file in the model folder; anything
+/// else is a path.
+fn known_or_path(path: &std::path::Path) -> PathBuf {
+    path.to_str().and_then(spark_engine::known_model_path).unwrap_or_else(|| expand_home(path))
 }
 
 fn expand_home(path: &std::path::Path) -> PathBuf {

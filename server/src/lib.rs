@@ -14,4 +14,5 @@ pub mod ring;
 pub mod route;
 pub mod suggest;
 pub mod tasks;
+pub mod tiers;
 pub mod verify;

@@ -25,7 +25,8 @@ use crate::position::{self, LspPosition, PositionEncoding};
 use crate::ring::{self, Ring};
 use crate::route::{Generator, Route, Served};
 use crate::suggest;
-use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use crate::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use crate::tiers::{self, StrongModel, Tier};
 use crate::verify;
 
 /// `spark/statusChanged`: the model's state, sent whenever it changes.
@@ -58,6 +59,8 @@ pub struct Spark {
     remote_warned: AtomicBool,
     /// Recently opened or edited places, for the other-files context of ghost-text prompts.
     ring: Mutex<Ring<Uri>>,
+    /// The tasks' strong tier, loaded on first need and unloaded when idle.
+    strong: Arc<StrongModel>,
 }
 
 const NO_LATENCY: u64 = u64::MAX;
@@ -92,6 +95,7 @@ impl Spark {
             remote: RwLock::new(None),
             remote_warned: AtomicBool::new(false),
             ring: Mutex::new(Ring::default()),
+            strong: Arc::new(StrongModel::default()),
         }
     }
 
@@ -221,6 +225,10 @@ impl Spark {
             "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
             "commands": verify.commands(),
         });
+        status["strongTier"] = match self.strong.loaded_path() {
+            Some(path) => json!({"loaded": true, "path": path}),
+            None => json!({"loaded": false}),
+        };
         status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
         status["counters"] = json!({
             "requests": counters.requests.load(Ordering::Relaxed),
@@ -622,14 +630,34 @@ impl Spark {
         let remote = self.remote();
         let generator = Generator::new(&engine, remote.as_ref(), route);
         let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
-        let outcome = tasks::run(&generator, kind, &snapshot, &target, budget, &cancel)
+        let fast_config = settings.engine_config();
+        let fast_path = match &fast_config.model {
+            spark_engine::ModelSource::Path(path) => Some(path.clone()),
+            spark_engine::ModelSource::None => None,
+        };
+        let strong = settings
+            .tasks
+            .strong_model_path(fast_path.as_deref())
+            .map(|path| (self.strong.as_ref(), path, fast_config));
+        let uses_strong = strong.is_some();
+        let outcome = tiers::run(&generator, strong, &settings.tasks, kind, &snapshot, &target, budget, &cancel)
             .await
             .map_err(|error| format!("Spark: {error}"))?;
+        if uses_strong && outcome.tier == Tier::Strong {
+            // Unloaded once idle: a later task reloads it.
+            let strong = self.strong.clone();
+            let idle = std::time::Duration::from_secs(settings.tasks.strong_idle_secs.max(1));
+            self.keep_task(tokio::spawn(async move {
+                tokio::time::sleep(idle).await;
+                strong.unload_if_idle(idle).await;
+            }));
+        }
         let remote_error = generator.take_remote_error();
         let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
         self.note_remote(remote_error, served).await;
         tracing::info!(
             task = data.task,
+            tier = outcome.tier.name(),
             verified = outcome.verified(),
             samples = outcome.samples_tried,
             ms = outcome.ms,

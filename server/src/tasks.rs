@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
 use crate::exec_check::{Gate, VerifySettings};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::tiers::Tier;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 const TASK_LANE: u64 = u64::MAX;
@@ -114,6 +115,8 @@ pub struct TaskOutcome {
     pub samples_tried: usize,
     pub rejections: Vec<String>,
     pub ms: u64,
+    /// The model tier that produced the edit (or tried last).
+    pub tier: Tier,
 }
 
 impl TaskOutcome {
@@ -147,7 +150,14 @@ pub async fn run(
 }
 
 fn nothing(title: &str) -> TaskOutcome {
-    TaskOutcome { changes: Vec::new(), title: title.to_owned(), samples_tried: 0, rejections: Vec::new(), ms: 0 }
+    TaskOutcome {
+        changes: Vec::new(),
+        title: title.to_owned(),
+        samples_tried: 0,
+        rejections: Vec::new(),
+        ms: 0,
+        tier: Tier::Fast,
+    }
 }
 
 /// Samples the model on `task` until `accept` takes a candidate that also passes the execution checks, the
@@ -328,8 +338,14 @@ async fn fix(
             };
             match exec.check(&change, cancel).await {
                 Ok(()) => {
-                    let outcome =
-                        TaskOutcome { changes: vec![change], title, samples_tried: 0, rejections: Vec::new(), ms: 0 };
+                    let outcome = TaskOutcome {
+                        changes: vec![change],
+                        title,
+                        samples_tried: 0,
+                        rejections: Vec::new(),
+                        ms: 0,
+                        tier: Tier::Fast,
+                    };
                     return Ok(outcome);
                 }
                 Err(refusal) => refused_repair = Some(refusal),
@@ -366,7 +382,7 @@ async fn fix(
     let Some(change) = found else {
         return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
     };
-    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 })
+    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast })
 }
 
 /// `answer` without the lines at its start that repeat the end of `before` and the lines at its end that repeat
@@ -585,9 +601,14 @@ async fn rust_tests(
     })
     .await?;
     Ok(match found {
-        Some(change) => {
-            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
-        }
+        Some(change) => TaskOutcome {
+            changes: vec![change],
+            title: title.to_owned(),
+            samples_tried: tried,
+            rejections,
+            ms: 0,
+            tier: Tier::Fast,
+        },
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
 }
@@ -808,9 +829,14 @@ async fn ts_tests(
     })
     .await?;
     Ok(match found {
-        Some(change) => {
-            TaskOutcome { changes: vec![change], title: title.to_owned(), samples_tried: tried, rejections, ms: 0 }
-        }
+        Some(change) => TaskOutcome {
+            changes: vec![change],
+            title: title.to_owned(),
+            samples_tried: tried,
+            rejections,
+            ms: 0,
+            tier: Tier::Fast,
+        },
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     })
 }
@@ -1005,7 +1031,9 @@ async fn regex(
     })
     .await?;
     Ok(match found {
-        Some(change) => TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0 },
+        Some(change) => {
+            TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast }
+        }
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) },
     })
 }

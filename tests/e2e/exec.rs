@@ -243,7 +243,7 @@ fn cli_fix_with_run_refuses_what_does_not_compile() {
             .env("XDG_CACHE_HOME", cache_home())
             .arg("fix")
             .arg(&file)
-            .args(["--at", "2:24", "--json", "--samples", "2"])
+            .args(["--at", "2:24", "--json", "--samples", "2", "--strong-model", "none"])
             .args(extra)
             .output()
             .unwrap();
@@ -285,7 +285,7 @@ fn cli_fix_with_run_offers_a_fix_that_compiles() {
         .env("XDG_CACHE_HOME", cache_home())
         .arg("fix")
         .arg(&file)
-        .args(["--at", "2:22", "--json", "--run"])
+        .args(["--at", "2:22", "--json", "--run", "--strong-model", "none"])
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&output.stdout)

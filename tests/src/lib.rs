@@ -173,7 +173,23 @@ impl LspClient {
     }
 
     /// initialize + initialized, with the given initializationOptions.
-    pub fn initialize(&mut self, options: Value) -> Result<Value> {
+    ///
+    /// Unless the options say otherwise, tasks get no strong tier: a test's outcome must not depend on which
+    /// other models happen to be installed on the machine.
+    pub fn initialize(&mut self, mut options: Value) -> Result<Value> {
+        if options.is_null() {
+            options = json!({});
+        }
+        let settings = match options.get_mut("spark") {
+            Some(nested) => nested,
+            None => &mut options,
+        };
+        if let Some(object) = settings.as_object_mut() {
+            let tasks = object.entry("tasks").or_insert_with(|| json!({}));
+            if let Some(tasks) = tasks.as_object_mut() {
+                tasks.entry("strongModel").or_insert_with(|| json!("none"));
+            }
+        }
         let params = json!({
             "processId": std::process::id(),
             "rootUri": null,
