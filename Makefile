@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
+.PHONY: all deps model tools build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
 
 all: build
 
@@ -16,6 +16,10 @@ deps:
 # MODEL=NAME installs another model (scripts/install-model.sh --list); the default model otherwise.
 model:
 	@bash scripts/install-model.sh $(MODEL)
+
+# The pinned TypeScript compiler under target/tools, for the execution-check tests (tests/e2e/exec.rs).
+tools: deps
+	@bash scripts/install-tsc.sh
 
 build: deps
 	$(CARGO) build --release --workspace --bins
@@ -32,7 +36,7 @@ demo: deps model build
 
 # Lint first (a gate), then every suite through scripts/test-all.sh: it runs each to its end and finishes with
 # one line, `N passed, N failed`, over the cargo tests, the editor tests and the fuzz smoke run.
-test: deps model build llama-server lint
+test: deps model tools build llama-server lint
 	@bash scripts/test-all.sh
 
 test-rust:

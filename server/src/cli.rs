@@ -72,6 +72,13 @@ pub struct TaskArgs {
     /// Time budget for all samples.
     #[arg(long, default_value_t = 20_000)]
     pub budget_ms: u64,
+    /// Also check candidates by running the toolchain in a scratch copy of the crate or package (`cargo check`,
+    /// `tsc --noEmit`; for tests, the generated test itself): the `verify.compile` and `verify.runTests` settings.
+    #[arg(long)]
+    pub run: bool,
+    /// Time limit of one execution check (with --run).
+    #[arg(long, default_value_t = 60_000)]
+    pub run_timeout_ms: u64,
     /// The strong tier, tried when nothing from the model verified: a model name
     /// (scripts/install-model.sh --list) or a GGUF path; "auto": the largest installed Qwen2.5-Coder that is not
     /// the model; "none": no strong tier.
@@ -389,7 +396,16 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         open_files: Vec::new(),
     };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
-    let budget = TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms) };
+    let verify = if args.run {
+        crate::exec_check::VerifySettings {
+            timeout_ms: args.run_timeout_ms,
+            ..crate::exec_check::VerifySettings::all()
+        }
+    } else {
+        crate::exec_check::VerifySettings::default()
+    };
+    let budget =
+        TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };
     let fast_config = engine_config(args.model.as_deref(), args.threads);
     let task_settings = crate::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
     let fast_path = match &fast_config.model {

@@ -17,6 +17,8 @@ pub struct Settings {
     /// The optional remote endpoint; off unless `remote.url` is set.
     pub remote: RemoteSettings,
     pub context: ContextSettings,
+    /// Execution checks (`cargo check`, `tsc --noEmit`, generated tests) in scratch copies; off by default.
+    pub verify: crate::exec_check::VerifySettings,
     /// Which model tiers the code-action tasks may use.
     pub tasks: crate::tiers::TaskSettings,
 }
@@ -285,6 +287,18 @@ mod tests {
         assert!(!Settings::default().is_excluded("file:///p/src/private.rs"));
         let bad = Settings::from_json(&json!({"context": {"ignore": ["a[b"]}})).unwrap_err();
         assert!(bad.contains("context.ignore"), "{bad}");
+    }
+
+    #[test]
+    fn execution_checks_are_off_unless_turned_on() {
+        let settings = Settings::default();
+        assert!(!settings.verify.any());
+        assert!(settings.verify.commands().is_empty());
+        let settings = Settings::from_json(&json!({"verify": {"compile": true, "timeoutMs": 5000}})).unwrap();
+        assert!(settings.verify.compile && !settings.verify.run_tests);
+        assert_eq!(settings.verify.timeout_ms, 5000);
+        assert_eq!(settings.verify.commands(), ["cargo check", "tsc --noEmit"]);
+        assert!(Settings::from_json(&json!({"verify": {"runTests": "yes"}})).is_err());
     }
 
     #[test]

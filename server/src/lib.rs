@@ -6,6 +6,7 @@ pub mod config;
 pub mod context;
 pub mod document;
 pub mod edit_check;
+pub mod exec_check;
 pub mod framing;
 pub mod lsp;
 pub mod position;

@@ -301,6 +301,11 @@ impl Spark {
                 })
             }
         };
+        let verify = self.settings().verify;
+        status["verify"] = json!({
+            "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
+            "commands": verify.commands(),
+        });
         status["strongTier"] = match self.strong.loaded_path() {
             Some(path) => json!({"loaded": true, "path": path}),
             None => json!({"loaded": false}),
@@ -705,6 +710,7 @@ impl Spark {
             TaskKind::Regex => settings.remote.regex,
         };
         let remote = self.remote();
+        let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
         let fast_config = settings.engine_config();
         let fast_path = match &fast_config.model {
             spark_engine::ModelSource::Path(path) => Some(path.clone()),
@@ -721,7 +727,6 @@ impl Spark {
                 runtime.block_on(async move {
                     let generator = Generator::new(&engine, remote.as_ref(), route);
                     let strong = strong_path.map(|path| (strong_model.as_ref(), path, fast_config));
-                    let budget = TaskBudget::default();
                     let outcome =
                         tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel).await;
                     (outcome, generator.take_remote_error(), snapshot)
@@ -729,11 +734,14 @@ impl Spark {
             })
         };
         // With a strong tier the task may take its budget twice over, and the strong model's first load.
-        let limit = if strong_path.is_some() {
-            TASK_TIME_LIMIT + std::time::Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN
-        } else {
-            TASK_TIME_LIMIT
-        };
+        // Execution checks (verify.*) may take their own time limit on top.
+        let mut limit = TASK_TIME_LIMIT;
+        if strong_path.is_some() {
+            limit += std::time::Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN;
+        }
+        if settings.verify.compile || settings.verify.run_tests {
+            limit += std::time::Duration::from_millis(settings.verify.timeout_ms);
+        }
         let (outcome, remote_error, snapshot) = match tokio::time::timeout(limit, job).await {
             Ok(Ok(done)) => done,
             Ok(Err(error)) => match error.try_into_panic() {

@@ -12,6 +12,7 @@ use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use tokio_util::sync::CancellationToken;
 
 use crate::edit_check::{self, check_regex, check_rewrite, check_tests, RegexFlavor, Rejection};
+use crate::exec_check::{Gate, VerifySettings};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 use crate::tiers::Tier;
 
@@ -87,16 +88,17 @@ pub struct TaskTarget {
     pub message: Option<String>,
 }
 
-/// How long and how many times to sample.
+/// How long and how many times to sample, and which execution checks a candidate must also pass.
 #[derive(Debug, Clone, Copy)]
 pub struct TaskBudget {
     pub samples: usize,
     pub time: Duration,
+    pub verify: VerifySettings,
 }
 
 impl Default for TaskBudget {
     fn default() -> Self {
-        TaskBudget { samples: 4, time: Duration::from_secs(12) }
+        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::default() }
     }
 }
 
@@ -109,6 +111,12 @@ pub struct FileChange {
     pub old_text: String,
     pub replace: Range<usize>,
     pub insert: String,
+}
+
+impl AsRef<FileChange> for FileChange {
+    fn as_ref(&self) -> &FileChange {
+        self
+    }
 }
 
 impl FileChange {
@@ -145,11 +153,16 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let started = Instant::now();
+    // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
+    let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());
     let mut outcome = match kind {
-        TaskKind::Fix => fix(generator, document, target, budget, cancel).await?,
-        TaskKind::Tests => tests(generator, document, target, budget, cancel).await?,
-        TaskKind::Regex => regex(generator, document, target, budget, cancel).await?,
+        TaskKind::Fix => fix(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Tests => tests(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Regex => regex(generator, document, target, budget, &exec, cancel).await?,
     };
+    if outcome.verified() {
+        outcome.title.push_str(&exec.summary());
+    }
     outcome.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(outcome)
 }
@@ -165,13 +178,15 @@ fn nothing(title: &str) -> TaskOutcome {
     }
 }
 
-/// Samples the model on `task` until `accept` takes a candidate, the samples run out or the time does. `accept`
-/// gets the answer as code (fences and prose of a chat answer taken off) and how it was prompted.
-async fn sample_until<T>(
+/// Samples the model on `task` until `accept` takes a candidate that also passes the execution checks, the
+/// samples run out or the time does. `accept` gets the answer as code (fences and prose of a chat answer taken
+/// off) and how it was prompted.
+async fn sample_until<T: AsRef<FileChange>>(
     generator: &Generator<'_>,
     task: &TaskPrompt,
     max_tokens: usize,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
     mut accept: impl FnMut(&str, PromptStyle) -> Result<T, Rejection>,
 ) -> Result<(Option<T>, usize, Vec<String>), EngineError> {
@@ -214,7 +229,13 @@ async fn sample_until<T>(
             continue;
         }
         match accept(&candidate, generated.style) {
-            Ok(found) => return Ok((Some(found), sample_idx + 1, rejections)),
+            Ok(found) => match exec.check(found.as_ref(), cancel).await {
+                Ok(()) => return Ok((Some(found), sample_idx + 1, rejections)),
+                Err(refusal) => {
+                    tracing::debug!(sample = sample_idx, %refusal, "candidate refused by an execution check");
+                    rejections.push(refusal);
+                }
+            },
             Err(rejection) => {
                 tracing::debug!(sample = sample_idx, %rejection, "candidate refused");
                 tracing::trace!(sample = sample_idx, ?candidate, raw = ?generated.completion.text, "refused candidate");
@@ -315,6 +336,7 @@ async fn fix(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let node = fix_node(document, target);
@@ -322,23 +344,30 @@ async fn fix(
     let title = format!("Spark fix: {}", first_line(&message));
     // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
     // like any other.
+    let mut refused_repair = None;
     if let Some(repaired) = missing_token_repair(document, node.clone()) {
         if check_rewrite(document.lang, &document.text, node.clone(), &repaired, false).is_ok() {
             let change = FileChange {
                 path: None,
                 create: false,
                 old_text: document.text.clone(),
-                replace: node,
+                replace: node.clone(),
                 insert: repaired,
             };
-            return Ok(TaskOutcome {
-                changes: vec![change],
-                title,
-                samples_tried: 0,
-                rejections: Vec::new(),
-                ms: 0,
-                tier: Tier::Fast,
-            });
+            match exec.check(&change, cancel).await {
+                Ok(()) => {
+                    let outcome = TaskOutcome {
+                        changes: vec![change],
+                        title,
+                        samples_tried: 0,
+                        rejections: Vec::new(),
+                        ms: 0,
+                        tier: Tier::Fast,
+                    };
+                    return Ok(outcome);
+                }
+                Err(refusal) => refused_repair = Some(refusal),
+            }
         }
     }
     // An instruction-tuned model rewrites the whole function around the error (a misspelled name or a wrong
@@ -348,27 +377,29 @@ async fn fix(
     let broken = &document.text[node.clone()];
     let task = fix_prompt(document, node.clone(), target.range.start, &message);
     let max_tokens = broken.len() / 2 + 32;
-    let (found, tried, rejections) = sample_until(generator, &task, max_tokens, budget, cancel, |candidate, style| {
-        let candidate = candidate.trim_end().trim_start_matches('\n');
-        // A chat answer may repeat code around the snippet (the reference above it, the next function).
-        let unrepeated;
-        let candidate = if style == PromptStyle::FewShot {
-            candidate
-        } else {
-            unrepeated = without_repeated_context(candidate, &document.text[..node.start], &document.text[node.end..]);
-            unrepeated.as_str()
-        };
-        // The node starts after its line's indentation; a chat answer repeats it.
-        let candidate = if broken.starts_with(char::is_whitespace) { candidate } else { candidate.trim_start() };
-        check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
-        Ok(candidate.to_owned())
-    })
-    .await?;
-    let Some(candidate) = found else {
+    let (found, tried, mut rejections) =
+        sample_until(generator, &task, max_tokens, budget, exec, cancel, |candidate, style| {
+            let candidate = candidate.trim_end().trim_start_matches('\n');
+            // A chat answer may repeat code around the snippet (the reference above it, the next function).
+            let unrepeated;
+            let candidate = if style == PromptStyle::FewShot {
+                candidate
+            } else {
+                unrepeated =
+                    without_repeated_context(candidate, &document.text[..node.start], &document.text[node.end..]);
+                unrepeated.as_str()
+            };
+            // The node starts after its line's indentation; a chat answer repeats it.
+            let candidate = if broken.starts_with(char::is_whitespace) { candidate } else { candidate.trim_start() };
+            check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
+            let (replace, insert) = narrow_rewrite(&document.text, node.clone(), candidate);
+            Ok(FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert })
+        })
+        .await?;
+    rejections.splice(0..0, refused_repair);
+    let Some(change) = found else {
         return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
     };
-    let (replace, insert) = narrow_rewrite(&document.text, node, &candidate);
-    let change = FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert };
     Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast })
 }
 
@@ -523,6 +554,7 @@ async fn tests(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let Some((function, name)) = function_at(document, target.range.start) else {
@@ -533,10 +565,12 @@ async fn tests(
     let source = &document.text[function];
     match document.lang {
         Lang::Rust => {
-            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
         }
         Lang::TypeScript | Lang::Tsx => {
-            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, cancel).await
+            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
         }
     }
 }
@@ -547,6 +581,7 @@ async fn rust_tests(
     target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let FunctionTarget { source: function_source, name, arity } = target;
@@ -569,7 +604,7 @@ async fn rust_tests(
         chat_stops: vec!["```".to_owned()],
     };
     let existing = existing_test_module(document);
-    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, cancel, |body, style| {
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
         let test_fn = match style {
             PromptStyle::FewShot => format!("{header}{}\n    }}\n", body.trim_end()),
             // Prefilled up to the body: the answer is the body and the closing brace, at the top level.
@@ -749,6 +784,7 @@ async fn ts_tests(
     target: FunctionTarget<'_>,
     title: &str,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let FunctionTarget { source: function_source, name, arity } = target;
@@ -791,7 +827,7 @@ async fn ts_tests(
         Some(open) => Some(open.text.clone()),
         None => std::fs::read_to_string(&test_path).ok(),
     };
-    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, cancel, |body, style| {
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
         let test_code = match style {
             PromptStyle::FewShot => format!("{header}{}\n}});\n", body.trim_end()),
             PromptStyle::ChatPrefilled => format!("{header}{}\n", body.trim_end()),
@@ -932,6 +968,7 @@ async fn regex(
     document: &TaskDocument,
     target: &TaskTarget,
     budget: TaskBudget,
+    exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let Some((comment, spec)) = regex_comment_at(document, target.range.start) else {
@@ -990,7 +1027,7 @@ async fn regex(
     let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
     let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
     let in_body = inside_function_body(document, comment.start);
-    let (found, tried, rejections) = sample_until(generator, &task, 64, budget, cancel, |generated, style| {
+    let (found, tried, rejections) = sample_until(generator, &task, 64, budget, exec, cancel, |generated, style| {
         let generated = generated.trim();
         let pattern = match style {
             // The prompt ends with `^`: the answer goes on after it.

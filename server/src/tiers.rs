@@ -207,6 +207,7 @@ pub async fn run(
     let strong_budget = TaskBudget {
         samples: budget.samples.clamp(1, 3),
         time: Duration::from_millis(settings.strong_budget_ms.max(1)),
+        verify: budget.verify,
     };
     let generator = Generator::local(&engine);
     let mut strong_outcome = tasks::run(&generator, kind, document, target, strong_budget, cancel).await?;

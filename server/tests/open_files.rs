@@ -38,7 +38,7 @@ fn ts_tests_edit_the_open_test_file_at_its_version_not_the_copy_on_disk() {
     let engine = Engine::start_scripted(vec!["  assert.equal(add(1, 2), 3);".to_owned()]);
     let at = SOURCE.find("return").unwrap();
     let target = TaskTarget { range: at..at, message: None };
-    let budget = TaskBudget { samples: 1, time: Duration::from_secs(20) };
+    let budget = TaskBudget { samples: 1, time: Duration::from_secs(20), ..TaskBudget::default() };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let generator = Generator::local(&engine);
     let outcome = runtime

@@ -25,7 +25,7 @@ fn run(kind: TaskKind, lang: Lang, fixture: &str, outputs: &[&str]) -> TaskOutco
     let at = fixture.find("$0").expect("a $0 cursor");
     let document = document(lang, &fixture.replace("$0", ""));
     let engine = Engine::start_scripted(outputs.iter().map(|output| (*output).to_owned()).collect());
-    let budget = TaskBudget { samples: outputs.len(), time: Duration::from_secs(20) };
+    let budget = TaskBudget { samples: outputs.len(), time: Duration::from_secs(20), ..TaskBudget::default() };
     let target = TaskTarget { range: at..at, message: None };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime

@@ -1,0 +1,366 @@
+//! The execution tier (`verify.compile`, `verify.runTests`, `--run`) with the real toolchains: `cargo check` and
+//! `cargo test` on a temporary crate, `tsc --noEmit` on a temporary package (TypeScript pinned by
+//! scripts/install-tsc.sh), and `spark-lsp fix --run` end to end with the default model.
+//!
+//! Timings are printed (run with `--nocapture`), never asserted.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use spark_grammars::Lang;
+use spark_lsp::exec_check::{Gate, VerifySettings};
+use spark_lsp::tasks::{FileChange, TaskKind};
+use spark_tests::{scratch_dir, server_binary, workspace_root};
+use tokio_util::sync::CancellationToken;
+
+/// Every check of this process writes its scratch copies under one temporary cache directory, never under the
+/// user's.
+fn cache_home() -> &'static Path {
+    static CACHE: OnceLock<PathBuf> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let dir = scratch_dir("exec-cache");
+        // Set once, before any check reads it.
+        std::env::set_var("XDG_CACHE_HOME", &dir);
+        dir
+    })
+}
+
+const LIB: &str = "pub fn total(prices: &[u32]) -> u32 {\n    prices.iter().sum()\n}\n";
+
+fn temp_crate(name: &str, lib: &str) -> PathBuf {
+    let dir = scratch_dir(name);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    dir
+}
+
+/// The change that replaces `old` (once) in `text` with `new`.
+fn replace(path: Option<PathBuf>, text: &str, old: &str, new: &str) -> FileChange {
+    let start = text.find(old).unwrap_or_else(|| panic!("{old:?} not in the fixture"));
+    FileChange {
+        path,
+        create: false,
+        old_text: text.to_owned(),
+        replace: start..start + old.len(),
+        insert: new.to_owned(),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// Lists the files under `dir`, to show that a check wrote nothing into the user's tree.
+fn tree(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                files.push((path, text));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn compile_only() -> VerifySettings {
+    VerifySettings { compile: true, run_tests: false, timeout_ms: 120_000 }
+}
+
+#[test]
+fn cargo_check_passes_code_that_type_checks_and_refuses_a_type_error() {
+    cache_home();
+    let dir = temp_crate("exec_check_rust", LIB);
+    let file = dir.join("src/lib.rs");
+    let before = tree(&dir);
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    // Both candidates parse; only the first type-checks.
+    let good = replace(None, LIB, "prices.iter().sum()", "prices.iter().copied().sum::<u32>()");
+    let bad = replace(None, LIB, "prices.iter().sum()", "prices.len()");
+    assert!(spark_lsp::edit_check::parse(Lang::Rust, &bad.new_text()).is_some());
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), LIB, None);
+    let first = runtime.block_on(gate.check(&good, &cancel));
+    assert_eq!(first, Ok(()));
+    let cold = gate.summary();
+    assert!(cold.contains("cargo check passed"), "{cold}");
+    let refused = runtime.block_on(gate.check(&bad, &cancel)).expect_err("a type error is refused");
+    assert!(refused.contains("E0308") && refused.contains("mismatched types"), "{refused}");
+    // The same good candidate again: only the edited file changed, the artefacts are warm.
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), LIB, None);
+    assert_eq!(runtime.block_on(gate.check(&good, &cancel)), Ok(()));
+    eprintln!("cargo check, first{cold}; warm{}", gate.summary());
+    assert_eq!(tree(&dir), before, "a check wrote into the user's tree");
+}
+
+#[test]
+fn a_fix_is_judged_against_the_errors_the_file_already_had() {
+    cache_home();
+    // `other` has an error of its own; the fix targets the one in `total`.
+    let lib = "mod other;\n\npub fn total(prices: &[u32]) -> u32 {\n    let n: u32 = \"none\";\n    prices.iter().sum::<u32>() + n\n}\n";
+    let dir = temp_crate("exec_check_baseline", lib);
+    std::fs::write(dir.join("src/other.rs"), "pub fn broken() -> u32 {\n    missing_name\n}\n").unwrap();
+    let file = dir.join("src/lib.rs");
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let message = Some("mismatched types\nexpected `u32`, found `&str`");
+    let fixed = replace(None, lib, "let n: u32 = \"none\";", "let n: u32 = 0;");
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), lib, message);
+    assert_eq!(runtime.block_on(gate.check(&fixed, &cancel)), Ok(()), "the unrelated E0425 must not block");
+    // A rewrite that leaves the asked-for error in place is refused, although it changed the code.
+    let same = replace(None, lib, "let n: u32 = \"none\";", "let n: u32 = \"zero\";");
+    let refused = runtime.block_on(gate.check(&same, &cancel)).expect_err("the diagnostic is still there");
+    assert!(refused.contains("in the edit") && refused.contains("mismatched types"), "{refused}");
+    // A rewrite that swaps the error for another is refused.
+    let other = replace(None, lib, "let n: u32 = \"none\";", "let n: u32 = undefined_value;");
+    let refused = runtime.block_on(gate.check(&other, &cancel)).expect_err("a new error is refused");
+    assert!(refused.contains("E0425") && refused.contains("undefined_value"), "{refused}");
+}
+
+#[test]
+fn generated_tests_run_and_a_failing_one_is_refused() {
+    cache_home();
+    let dir = temp_crate("exec_run_tests", LIB);
+    let file = dir.join("src/lib.rs");
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let module = |body: &str| {
+        format!("\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn total_works() {{\n        {body}\n    }}\n}}\n")
+    };
+    let end = LIB.len();
+    let change = |body: &str| FileChange {
+        path: None,
+        create: false,
+        old_text: LIB.to_owned(),
+        replace: end..end,
+        insert: module(body),
+    };
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let gate = Gate::new(settings, TaskKind::Tests, Some(&file), LIB, None);
+    assert_eq!(runtime.block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), 6);"), &cancel)), Ok(()));
+    assert!(gate.summary().contains("cargo test passed"), "{}", gate.summary());
+    eprintln!("cargo test, first{}", gate.summary());
+    // It compiles and runs, and asserts something false about `total`.
+    let refused = runtime
+        .block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), 7);"), &cancel))
+        .expect_err("a failing test is refused");
+    assert!(refused.contains("fails"), "{refused}");
+    // Only `verify.compile`: test code is type-checked (`--tests`) but not run, so the false assertion passes.
+    let gate = Gate::new(compile_only(), TaskKind::Tests, Some(&file), LIB, None);
+    assert_eq!(runtime.block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), 7);"), &cancel)), Ok(()));
+    let refused = runtime
+        .block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), \"six\");"), &cancel))
+        .expect_err("test code that does not type-check is refused");
+    assert!(refused.contains("cargo check"), "{refused}");
+}
+
+#[test]
+fn a_check_past_its_time_limit_is_refused() {
+    cache_home();
+    // A build script that sleeps: the check must be killed at the limit, not waited for.
+    let dir = temp_crate("exec_timeout", LIB);
+    std::fs::write(dir.join("build.rs"), "fn main() { std::thread::sleep(std::time::Duration::from_secs(60)); }\n")
+        .unwrap();
+    let file = dir.join("src/lib.rs");
+    let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000 };
+    let gate = Gate::new(settings, TaskKind::Fix, Some(&file), LIB, None);
+    let good = replace(None, LIB, "prices.iter().sum()", "prices.iter().copied().sum::<u32>()");
+    let started = std::time::Instant::now();
+    let refused = runtime().block_on(gate.check(&good, &CancellationToken::new())).expect_err("timed out");
+    assert!(refused.contains("took longer than 3000 ms"), "{refused}");
+    eprintln!("timed-out check returned after {} ms", started.elapsed().as_millis());
+}
+
+fn tsc_modules() -> PathBuf {
+    let modules = workspace_root().join("target/tools/node_modules");
+    assert!(
+        modules.join(".bin/tsc").exists(),
+        "TypeScript is not installed for the tests: run scripts/install-tsc.sh (make tools)"
+    );
+    modules
+}
+
+const TS: &str =
+    "export function total(prices: number[]): number {\n  return prices.reduce((sum, p) => sum + p, 0);\n}\n";
+
+#[test]
+fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
+    cache_home();
+    let modules = tsc_modules();
+    let dir = scratch_dir("exec-ts");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts\", \"private\": true}\n").unwrap();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    let before = tree(&dir.join("src"));
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let good = replace(None, TS, "sum + p, 0)", "sum + p * 1, 0)");
+    let bad = replace(None, TS, "sum + p, 0)", "sum + p, \"0\")");
+    assert!(spark_lsp::edit_check::parse(Lang::TypeScript, &bad.new_text()).is_some());
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+    assert_eq!(runtime.block_on(gate.check(&good, &cancel)), Ok(()));
+    let first = gate.summary();
+    assert!(first.contains("tsc passed"), "{first}");
+    let refused = runtime.block_on(gate.check(&bad, &cancel)).expect_err("a type error is refused");
+    assert!(refused.contains("TS2"), "{refused}");
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+    assert_eq!(runtime.block_on(gate.check(&good, &cancel)), Ok(()));
+    eprintln!("tsc, first{first}; second{}", gate.summary());
+    assert_eq!(tree(&dir.join("src")), before, "a check wrote into the user's tree");
+}
+
+/// `spark-lsp fix --run` with the default model: the grammar's repair of a missing `;` parses but does not
+/// type-check here, so without `--run` it is offered, and with `--run` it is refused by `cargo check`.
+#[test]
+fn cli_fix_with_run_refuses_what_does_not_compile() {
+    cache_home();
+    let lib =
+        "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = \"0\"\n    base + prices.iter().sum::<u32>()\n}\n";
+    let dir = temp_crate("exec_cli", lib);
+    let file = dir.join("src/lib.rs");
+    let _lock = spark_tests::model_lock();
+    let run = |extra: &[&str]| {
+        let output = Command::new(server_binary())
+            .env("XDG_CACHE_HOME", cache_home())
+            .arg("fix")
+            .arg(&file)
+            .args(["--at", "2:24", "--json", "--samples", "2", "--strong-model", "none"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("JSON expected:\n{}", String::from_utf8_lossy(&output.stderr)));
+        json
+    };
+    let unchecked = run(&[]);
+    assert_eq!(unchecked["verified"], true, "{unchecked}");
+    assert!(unchecked["changes"][0]["diff"].as_str().unwrap().contains("+    let base: u32 = \"0\";"), "{unchecked}");
+    let checked = run(&["--run"]);
+    let offered = checked["changes"].as_array().unwrap();
+    let repair_refused =
+        checked["rejections"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("cargo check"));
+    if checked["verified"] == true {
+        // The model found a fix that compiles: it must say so, and it must not be the grammar's repair.
+        assert!(checked["title"].as_str().unwrap().contains("cargo check passed"), "{checked}");
+        assert!(!offered[0]["diff"].as_str().unwrap().contains("+    let base: u32 = \"0\";"), "{checked}");
+    } else {
+        assert!(offered.is_empty());
+    }
+    assert!(repair_refused, "the grammar's repair must be refused by cargo check: {checked}");
+    eprintln!(
+        "fix --run: verified {}, title {}, rejections {}",
+        checked["verified"], checked["title"], checked["rejections"]
+    );
+}
+
+/// `spark-lsp fix --run` offers a fix that compiles, and says which check it passed.
+#[test]
+fn cli_fix_with_run_offers_a_fix_that_compiles() {
+    cache_home();
+    let lib =
+        "pub fn total(prices: &[u32]) -> u32 {\n    let base: u32 = 0\n    base + prices.iter().sum::<u32>()\n}\n";
+    let dir = temp_crate("exec_cli_ok", lib);
+    let file = dir.join("src/lib.rs");
+    let _lock = spark_tests::model_lock();
+    let output = Command::new(server_binary())
+        .env("XDG_CACHE_HOME", cache_home())
+        .arg("fix")
+        .arg(&file)
+        .args(["--at", "2:22", "--json", "--run", "--strong-model", "none"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("JSON expected:\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(json["verified"], true, "{json}");
+    let title = json["title"].as_str().unwrap();
+    assert!(title.contains("cargo check passed"), "{title}");
+    eprintln!("fix --run on a missing `;`: {title}, {} ms in all", json["ms"]);
+}
+
+/// Generated TypeScript tests for node:test run before they are offered. Node here may be older than 22.6 (no
+/// type stripping): then the project's tsc compiles them first.
+#[test]
+fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
+    cache_home();
+    let modules = tsc_modules();
+    let dir = scratch_dir("exec-ts-tests");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts-tests\", \"private\": true}\n").unwrap();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true}, "include": ["src"]}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    let test_file = |assertion: &str| {
+        FileChange {
+        path: Some(dir.join("src/total.test.ts")),
+        create: true,
+        old_text: String::new(),
+        replace: 0..0,
+        insert: format!(
+            "import {{ test }} from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport {{ total }} from \"./total\";\n\n\
+             test(\"total works\", () => {{\n  {assertion}\n}});\n"
+        ),
+    }
+    };
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000 };
+    let gate = Gate::new(settings, TaskKind::Tests, Some(&file), TS, None);
+    assert_eq!(runtime.block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 6);"), &cancel)), Ok(()));
+    assert!(gate.summary().contains("node --test passed"), "{}", gate.summary());
+    eprintln!("node --test{}", gate.summary());
+    let refused = runtime
+        .block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 7);"), &cancel))
+        .expect_err("a failing test is refused");
+    assert!(refused.contains("fails"), "{refused}");
+    assert!(!dir.join("src/total.test.ts").exists(), "a check wrote into the user's tree");
+}
+
+/// The server runs no command unless the user turns a tier on, and `spark/status` says what it may run.
+#[test]
+fn status_lists_the_commands_the_settings_allow() {
+    use serde_json::{json, Value};
+    use std::time::Duration;
+    cache_home();
+    let mut client = spark_tests::LspClient::start(&[], None).unwrap();
+    client.initialize(json!({})).unwrap();
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    assert_eq!(status["result"]["verify"]["commands"], json!([]), "{status}");
+    assert_eq!(status["result"]["verify"]["compile"], false);
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"spark": {"verify": {"compile": true, "runTests": true, "timeoutMs": 30000}}}}),
+        )
+        .unwrap();
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    let commands = status["result"]["verify"]["commands"].as_array().unwrap();
+    for command in ["cargo check", "tsc --noEmit", "cargo test"] {
+        assert!(commands.iter().any(|listed| listed == command), "{command} not in {status}");
+    }
+    assert_eq!(status["result"]["verify"]["timeoutMs"], 30000);
+    client.shutdown(Duration::from_secs(10)).unwrap();
+}
