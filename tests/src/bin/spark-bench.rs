@@ -12,8 +12,8 @@
 //! - waiting for each answer before typing on (the editor's worst case: nothing hides a slow answer);
 //! - bursts (100 chars/s within a word, 400 ms pauses at spaces and line ends).
 //!
-//! The same paces run with KV-cache reuse and every cache off (`SPARK_DISABLE_REUSE=1`: every request from a
-//! cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
+//! The same paces run with KV-cache reuse and every cache off (the setting `model.reuse: false`: every request
+//! from a cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
 //! Writes target/bench/spark-bench.json and target/bench/latency.png (latency CDF per row).
 //!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
@@ -492,7 +492,6 @@ fn main() -> anyhow::Result<()> {
     let max_chars: usize = flag_value("--chars").map(|value| value.parse()).transpose()?.unwrap_or(110);
     let scripts = scripts(max_chars)?;
 
-    let no_reuse = vec![("SPARK_DISABLE_REUSE", "1")];
     let row = |label: &str, env: Vec<(&'static str, &'static str)>, pace: Pace, busy_core: bool| RowConfig {
         label: format!("{label}, {}", pace.label()),
         env,
@@ -505,9 +504,9 @@ fn main() -> anyhow::Result<()> {
     // nothing at all) and type only the first characters of each body.
     let cold = |pace: Pace| RowConfig {
         label: format!("no reuse (deadline 20 s, first {NO_REUSE_CHARS} characters of each body), {}", pace.label()),
-        options: json!({"inline": {"deadlineMs": 20000}}),
+        options: json!({"inline": {"deadlineMs": 20000}, "model": {"reuse": false}}),
         max_chars: Some(NO_REUSE_CHARS),
-        ..row("", no_reuse.clone(), pace, false)
+        ..row("", vec![], pace, false)
     };
     let mut configs = vec![row("Spark", vec![], Pace::Rate(rate), false), row("Spark", vec![], Pace::Wait, false)];
     if !quick {
