@@ -35,7 +35,9 @@ pub struct EngineConfig {
     pub reuse: bool,
     /// KV slots (sequences in the one context); `None` derives the count from the memory limit.
     pub kv_slots: Option<u32>,
-    /// Prompt-lookup speculative decoding for greedy requests (`model.speculative`, default on).
+    /// Prompt-lookup speculative decoding for greedy requests (`model.speculative`, default off: llama.cpp
+    /// evaluates a batch with other kernels than a single token, and on a near tie the output can differ from
+    /// plain greedy decoding; see `local::SURE_MARGIN`).
     pub speculative: bool,
 }
 
@@ -49,7 +51,7 @@ impl EngineConfig {
             max_memory_mb: None,
             reuse: true,
             kv_slots: None,
-            speculative: true,
+            speculative: false,
         }
     }
 }

@@ -20,10 +20,12 @@ use crate::model_info::{FimFamily, ModelInfo};
 use crate::session::{LanguageModel, Sampling, Token, Verified};
 
 /// The least lead of the greedy choice over the runner-up, in logits, for a batched verification to decide it
-/// (`Verified::sure`). Batched and single-token evaluations differ in the last bits of each logit (other matrix
-/// kernels); a closer race is decided by a single-token evaluation. The real-model test in
-/// `engine/tests/local_model.rs` checks that the output stays that of plain greedy decoding.
-const SURE_MARGIN: f32 = 0.1;
+/// (`Verified::sure`). Batched and single-token evaluations differ in the low bits of each logit (other matrix and
+/// attention kernels), and the KV entries of a batch differ the same way: with a lead of 0.1 the default model's
+/// output diverged from plain greedy decoding on a near tie (measured); a closer race is decided by a
+/// single-token evaluation. The real-model test in `engine/tests/local_model.rs` checks that the output stays that
+/// of plain greedy decoding; it is as exact as llama.cpp's kernels are batch-invariant, no more.
+const SURE_MARGIN: f32 = 1.0;
 
 /// llama.cpp's global state may be initialised once per process; models come and go, the backend stays.
 fn backend() -> Result<&'static LlamaBackend, EngineError> {

@@ -196,7 +196,7 @@ pub struct Session<M> {
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
         let slots = vec![Slot::default(); model.n_seq().max(1)];
-        Session { model, fim, speculative: true, slots, clock: 0, prompt_cost: None }
+        Session { model, fim, speculative: false, slots, clock: 0, prompt_cost: None }
     }
 
     /// Tokens in the KV cache of slot 0, in order (the single-slot view).
@@ -693,7 +693,7 @@ pub(crate) mod fake {
             self.caches[seq].extend_from_slice(tokens);
             self.decoded_total += tokens.len();
             self.last_seq = seq;
-            let sure = |len: usize| self.unsure_every == 0 || len % self.unsure_every != 0;
+            let sure = |len: usize| self.unsure_every == 0 || !len.is_multiple_of(self.unsure_every);
             Ok((1..=tokens.len())
                 .map(|k| Verified { token: self.choice(seq, first_pos + k), sure: sure(first_pos + k) })
                 .collect())
@@ -906,6 +906,7 @@ mod tests {
         let mut plain = Session::new(model(), None);
         plain.speculative = false;
         let mut fast = Session::new(model(), None);
+        fast.speculative = true;
         let mut req = task("abcdabcdabcadbcabdcab");
         req.max_tokens = 40;
         let slow = plain.complete(&req, Instant::now()).unwrap();
@@ -919,7 +920,8 @@ mod tests {
     #[test]
     fn prompt_lookup_drafts_what_followed_the_last_ngram() {
         let history: Vec<Token> = "let total = a + b;\nlet".chars().map(|ch| ch as Token).collect();
-        let draft: String = draft_tokens(&history, ' ' as Token, 6).into_iter().map(|t| char::from_u32(t as u32).unwrap()).collect();
+        let draft: String =
+            draft_tokens(&history, ' ' as Token, 6).into_iter().map(|t| char::from_u32(t as u32).unwrap()).collect();
         assert_eq!(draft, "total ");
         assert!(draft_tokens(&history, 'Q' as Token, 6).is_empty());
         assert!(draft_tokens(&history, ' ' as Token, 0).is_empty());
@@ -1001,6 +1003,7 @@ mod tests {
             let mut plain = Session::new(model(), None);
             plain.speculative = false;
             let mut fast = Session::new(model(), None);
+            fast.speculative = true;
             for prompt in prompts {
                 let mut req = task(&prompt);
                 req.max_tokens = max_tokens;

@@ -141,7 +141,8 @@ pub struct ModelSettings {
     /// KV slots: sequences kept in the model's context, one per recently used document and one for tasks.
     /// Default: derived from the memory limit (at most 4); 1 gives the single-sequence engine.
     pub kv_slots: Option<u32>,
-    /// Prompt-lookup speculative decoding for greedy requests (default on; the output is the same either way).
+    /// Prompt-lookup speculative decoding for greedy requests (default off: on a near tie its output can differ
+    /// from plain greedy decoding, because llama.cpp rounds a batch differently from a single token).
     pub speculative: Option<bool>,
 }
 
@@ -194,7 +195,7 @@ impl Settings {
             max_memory_mb: self.model.max_memory_mb,
             reuse: self.model.reuse.unwrap_or(true),
             kv_slots: self.model.kv_slots.filter(|slots| *slots > 0),
-            speculative: self.model.speculative.unwrap_or(true),
+            speculative: self.model.speculative.unwrap_or(false),
             ..EngineConfig::new(
                 resolve_model(self.model.path.as_deref()),
                 self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),

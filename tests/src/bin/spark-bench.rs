@@ -16,6 +16,10 @@
 //! from a cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
 //! Writes target/bench/spark-bench.json and target/bench/latency.png (latency CDF per row).
 //!
+//! `--engine` runs the engine rows instead (`bench_engine.rs`: file switching with KV slots on and off, the
+//! keystroke after a fix, speculative decoding on and off, RSS against the estimate), for the default model or
+//! each `--model PATH`.
+//!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
 //! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
 //! waits).
@@ -27,6 +31,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use spark_tests::{end_position, workspace_root, LspClient};
+
+#[path = "../bench_engine.rs"]
+mod bench_engine;
 
 /// A function body to type back: `anchor` names the line after which the body starts.
 struct Source {
@@ -487,6 +494,15 @@ fn plot(rows: &[Row], path: &std::path::Path) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let flag_value = |name: &str| args.iter().position(|arg| arg == name).and_then(|idx| args.get(idx + 1));
+    if args.iter().any(|arg| arg == "--engine") {
+        let models = args
+            .iter()
+            .enumerate()
+            .filter(|(_, arg)| *arg == "--model")
+            .filter_map(|(idx, _)| args.get(idx + 1).map(std::path::PathBuf::from))
+            .collect();
+        return bench_engine::main(models);
+    }
     let quick = args.iter().any(|arg| arg == "--quick");
     let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);
     let max_chars: usize = flag_value("--chars").map(|value| value.parse()).transpose()?.unwrap_or(110);
