@@ -251,7 +251,7 @@ async fn tasks(engine: &Engine, prompts: &[(String, String)]) -> anyhow::Result<
     Ok(TaskRun { answers })
 }
 
-async fn run_model(model: PathBuf) -> anyhow::Result<()> {
+async fn run_model(model: PathBuf, only_speculation: bool) -> anyhow::Result<()> {
     let name = model.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     println!("### {name}");
     println!();
@@ -261,7 +261,7 @@ async fn run_model(model: PathBuf) -> anyhow::Result<()> {
     let mut switch_rows = Vec::new();
     let mut fix_rows = Vec::new();
     let mut memory = None;
-    for slots in [4, 1] {
+    for slots in if only_speculation { vec![] } else { vec![4, 1] } {
         let engine = Engine::start(config(&model, slots, true));
         let info = engine.wait_ready().await.map_err(|error| anyhow::anyhow!("{error}"))?;
         let prompts = task_prompts(&info)?;
@@ -274,21 +274,23 @@ async fn run_model(model: PathBuf) -> anyhow::Result<()> {
         }
         engine.shutdown();
     }
-    let (on, off) = (&switch_rows[0], &switch_rows[1]);
-    println!(
+    if let [on, off] = switch_rows.as_slice() {
+        println!(
         "| switching between 3 open files: first ghost text after a switch, p50 / p95 ({SWITCHES} switches) | {:.0} / {:.0} ms | {:.0} / {:.0} ms | p95 ≤ 300 ms |",
         pct(&on.0, 0.5), pct(&on.0, 0.95), pct(&off.0, 0.5), pct(&off.0, 0.95)
     );
-    println!(
-        "| … prompt tokens decoded by the first request after a switch (median) | {:.0} | {:.0} | |",
-        pct(&on.1, 0.5),
-        pct(&off.1, 0.5)
-    );
-    let (on, off) = (&fix_rows[0], &fix_rows[1]);
-    println!(
+        println!(
+            "| … prompt tokens decoded by the first request after a switch (median) | {:.0} | {:.0} | |",
+            pct(&on.1, 0.5),
+            pct(&off.1, 0.5)
+        );
+    }
+    if let [on, off] = fix_rows.as_slice() {
+        println!(
         "| the keystroke after a fix: prompt tokens decoded (median), first token p50 | {:.0}, {:.0} ms | {:.0}, {:.0} ms | ≤ 16 decoded |",
         pct(&on.0, 0.5), pct(&on.1, 0.5), pct(&off.0, 0.5), pct(&off.1, 0.5)
     );
+    }
     if let Some((estimate, rss)) = memory {
         println!(
             "| RSS with 4 slots (after the rows above) vs the estimate | {rss} MiB measured, {} MiB estimated ({:+.0}%) | | ≤ 600 MiB, within 10% |",
@@ -301,7 +303,10 @@ async fn run_model(model: PathBuf) -> anyhow::Result<()> {
     for speculative in [true, false] {
         let engine = Engine::start(config(&model, 2, speculative));
         let info = engine.wait_ready().await.map_err(|error| anyhow::anyhow!("{error}"))?;
-        let prompts = task_prompts(&info)?;
+        let mut prompts = task_prompts(&info)?;
+        if only_speculation {
+            prompts.truncate(2);
+        }
         eprintln!("spark-bench --engine: {name}, speculative {speculative}: task prompts …");
         runs.push(tasks(&engine, &prompts).await?);
         engine.shutdown();
@@ -327,7 +332,8 @@ async fn run_model(model: PathBuf) -> anyhow::Result<()> {
 }
 
 /// Runs the engine rows for the default model, or each `--model PATH` given.
-pub fn main(models: Vec<PathBuf>) -> anyhow::Result<()> {
+/// `only_speculation` runs the speculation rows alone, on the first fix and tests prompts (a quick check).
+pub fn main(models: Vec<PathBuf>, only_speculation: bool) -> anyhow::Result<()> {
     let models = if models.is_empty() {
         vec![spark_engine::default_model_path().context("no HOME: pass --model PATH")?]
     } else {
@@ -337,7 +343,7 @@ pub fn main(models: Vec<PathBuf>) -> anyhow::Result<()> {
     println!("engine rows (in process, no LSP), each feature on and off on the same requests");
     println!();
     for model in models {
-        runtime.block_on(run_model(model))?;
+        runtime.block_on(run_model(model, only_speculation))?;
     }
     Ok(())
 }

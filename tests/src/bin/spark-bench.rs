@@ -18,7 +18,7 @@
 //!
 //! `--engine` runs the engine rows instead (`bench_engine.rs`: file switching with KV slots on and off, the
 //! keystroke after a fix, speculative decoding on and off, RSS against the estimate), for the default model or
-//! each `--model PATH`.
+//! each `--model PATH`; `--only-speculation` runs the speculation rows alone, on two prompts.
 //!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
 //! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
@@ -501,7 +501,7 @@ fn main() -> anyhow::Result<()> {
             .filter(|(_, arg)| *arg == "--model")
             .filter_map(|(idx, _)| args.get(idx + 1).map(std::path::PathBuf::from))
             .collect();
-        return bench_engine::main(models);
+        return bench_engine::main(models, args.iter().any(|arg| arg == "--only-speculation"));
     }
     let quick = args.iter().any(|arg| arg == "--quick");
     let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);
