@@ -30,6 +30,30 @@ pub struct EngineConfig {
     /// The most memory the model may take, in MiB; `None` means the memory available when it loads, zero means
     /// no check.
     pub max_memory_mb: Option<u64>,
+    /// KV-cache prefix reuse and the suggestion cache (`model.reuse`, default on). Off, every prompt is evaluated
+    /// from an empty cache: the baseline the benchmark compares against.
+    pub reuse: bool,
+    /// KV slots (sequences in the one context); `None` derives the count from the memory limit.
+    pub kv_slots: Option<u32>,
+    /// Prompt-lookup speculative decoding for greedy requests (`model.speculative`, default off: llama.cpp
+    /// evaluates a batch with other kernels than a single token, and on a near tie the output can differ from
+    /// plain greedy decoding; see `local::SURE_MARGIN`).
+    pub speculative: bool,
+}
+
+impl EngineConfig {
+    /// A configuration with Spark's defaults for everything but the model and threads.
+    pub fn new(model: ModelSource, threads: usize) -> EngineConfig {
+        EngineConfig {
+            model,
+            threads,
+            n_ctx: 4096,
+            max_memory_mb: None,
+            reuse: true,
+            kv_slots: None,
+            speculative: false,
+        }
+    }
 }
 
 /// Where the model comes from; `None` when nothing is configured and the default is not installed.
@@ -46,6 +70,10 @@ pub enum EngineState {
     Ready(Arc<ModelInfo>),
     Failed { error: EngineError },
 }
+
+/// Background work (prefetch, finishing a cold prompt, completing a cut suggestion) waits this long after the
+/// last interactive request, so that it runs while the user pauses rather than between keystrokes.
+pub const IDLE_BEFORE_BACKGROUND: Duration = Duration::from_millis(150);
 
 /// How many recent model calls `EngineCounters::recent` keeps.
 pub const RECENT_CAP: usize = 4096;
@@ -71,6 +99,11 @@ pub struct EngineCounters {
     pub n_decoded: AtomicU64,
     pub n_generated: AtomicU64,
     pub cache_hits: AtomicU64,
+    /// Prompt tokens copied between KV slots instead of evaluated.
+    pub n_copied: AtomicU64,
+    /// Speculative decoding: tokens drafted by prompt lookup, and those the model confirmed.
+    pub n_drafted: AtomicU64,
+    pub n_accepted: AtomicU64,
     pub last: Mutex<Option<CompletionStats>>,
     /// The most recent model calls (at most `RECENT_CAP`), oldest first: what a benchmark reads medians from.
     pub recent: Mutex<VecDeque<RecentCall>>,
@@ -98,6 +131,8 @@ pub struct Engine {
     /// Parent of every background request's cancel token; replaced (and cancelled) when an interactive request
     /// goes to the model thread, so a prefetch never delays a keystroke by more than one token or prompt chunk.
     background: Mutex<CancellationToken>,
+    /// `EngineConfig::reuse` of the configuration loaded last: off, the suggestion cache is not used either.
+    reuse: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -111,11 +146,14 @@ impl Engine {
         let (state_tx, state) = watch::channel(initial);
         let counters = Arc::new(EngineCounters::default());
         let thread_counters = counters.clone();
+        let reuse = config.reuse;
         let thread = std::thread::Builder::new()
             .name("spark-model".into())
             .spawn(move || model_thread(config, receiver, state_tx, thread_counters))
             .expect("spawning the model thread");
-        Engine::assemble(commands, state, counters, thread)
+        let engine = Engine::assemble(commands, state, counters, thread);
+        engine.reuse.store(reuse, Ordering::Relaxed);
+        engine
     }
 
     /// An engine whose model is a script (`scripted::ScriptedModel`): for tests of the layers above.
@@ -144,7 +182,7 @@ impl Engine {
             .name("spark-scripted-model".into())
             .spawn(move || {
                 let mut session = Session::new(crate::scripted::ScriptedModel::new(outputs), None);
-                let _ = serve(&mut session, &receiver, &thread_counters);
+                let _ = serve(&mut session, &receiver, &thread_counters, true);
             })
             .expect("spawning the scripted model thread");
         Engine::assemble(commands, state, counters, thread)
@@ -163,6 +201,7 @@ impl Engine {
             cache: Mutex::new(SuggestionCache::new(256)),
             thread: Mutex::new(Some(thread)),
             background: Mutex::new(CancellationToken::new()),
+            reuse: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
@@ -209,7 +248,7 @@ impl Engine {
         if let Some(cached) = self.cached(&request) {
             return Ok(cached);
         }
-        let cache_key = cacheable(&request).then(|| request.clone());
+        let cache_key = self.cacheable(&request).then(|| request.clone());
         if !request.background {
             let fresh = CancellationToken::new();
             let mut background = self.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -229,7 +268,7 @@ impl Engine {
     /// start of the shown suggestion), from the suggestion cache. Used in front of the remote route too.
     pub fn cached(&self, request: &CompletionRequest) -> Option<Completion> {
         // Background work computes what is not cached yet, or the whole of a cut answer that is.
-        if !cacheable(request) || request.background {
+        if !self.cacheable(request) || request.background {
             return None;
         }
         let mut cache = self.lock_cache();
@@ -250,7 +289,7 @@ impl Engine {
         // An answer cut by the deadline is still worth reusing (typing along it); one cut by a newer keystroke is
         // not. The server computes the whole of a cut answer in the background, which then replaces it.
         let whole = !matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded);
-        if !cacheable(request) || !whole {
+        if !self.cacheable(request) || !whole {
             return;
         }
         if request.background {
@@ -260,6 +299,11 @@ impl Engine {
         }
     }
 
+    /// Task prompts are sampled several times on purpose: only ghost text is cached, and only with reuse on.
+    fn cacheable(&self, request: &CompletionRequest) -> bool {
+        request.max_tokens > 0 && !request.raw_prompt && self.reuse.load(Ordering::Relaxed)
+    }
+
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, SuggestionCache> {
         self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -267,6 +311,7 @@ impl Engine {
     /// Loads another model (or the same one with other settings) without restarting the server.
     pub fn reload(&self, config: EngineConfig) -> Result<(), EngineError> {
         *self.lock_cache() = SuggestionCache::new(256);
+        self.reuse.store(config.reuse, Ordering::Relaxed);
         self.send(Command::Reload(config))
     }
 
@@ -343,12 +388,16 @@ fn check_model(path: &Path, config: &EngineConfig) -> Result<CheckedModel, Engin
         },
     })?;
     let n_ctx = memory::effective_n_ctx(config.n_ctx, summary.n_ctx_train);
-    let estimate = memory::estimate(metadata.len(), &summary, n_ctx);
     let limit = match config.max_memory_mb {
         Some(0) => None,
         Some(limit_mib) => Some((limit_mib, "model.maxMemoryMb")),
         None => memory::available_mib().map(|limit_mib| (limit_mib, "the memory available now")),
     };
+    // Extra slots take at most half of the memory available now (the editor and the build need the rest), all
+    // of an explicit limit.
+    let budget = limit.map(|(limit_mib, source)| if source == "model.maxMemoryMb" { limit_mib } else { limit_mib / 2 });
+    let n_slots = memory::choose_slots(config.kv_slots, metadata.len(), &summary, n_ctx, budget);
+    let estimate = memory::estimate(metadata.len(), &summary, n_ctx, n_slots);
     tracing::info!(needs = %estimate, limit_mib = ?limit.map(|(limit_mib, _)| limit_mib), "memory estimate");
     if let Some((limit_mib, source)) = limit.filter(|(limit_mib, _)| estimate.total_mib() > *limit_mib) {
         return Err(EngineError::DoesNotFit {
@@ -387,8 +436,9 @@ fn load_and_serve(
     tracing::info!(load_ms = info.load_ms, arch = %info.architecture, fim = info.fim.is_some(), "model ready");
     let info = Arc::new(info);
     let mut session = Session::new(lm, info.fim.clone());
+    session.speculative = config.speculative;
     state.send_replace(EngineState::Ready(info));
-    serve(&mut session, commands, counters)
+    serve(&mut session, commands, counters, config.reuse)
 }
 
 /// Built without the local backend (the fuzz targets): no model loads.
@@ -424,12 +474,15 @@ fn serve_without_model(commands: &Receiver<Command>, error: &EngineError) -> Nex
     }
 }
 
+/// Runs jobs until the configuration changes. Without `reuse` every prompt starts from an empty KV cache.
 fn serve<M: crate::session::LanguageModel>(
     session: &mut Session<M>,
     commands: &Receiver<Command>,
     counters: &EngineCounters,
+    reuse: bool,
 ) -> Next {
     let mut queue: Vec<Job> = Vec::new();
+    let mut last_interactive: Option<Instant> = None;
     loop {
         if queue.is_empty() {
             match commands.recv_timeout(Duration::from_secs(3600)) {
@@ -458,8 +511,25 @@ fn serve<M: crate::session::LanguageModel>(
             let _ = job.reply.send(Ok(empty(StopReason::Cancelled)));
             continue;
         }
+        // Background work starts only when the user pauses: after `IDLE_BEFORE_BACKGROUND` without a keystroke's
+        // request. A request arriving meanwhile is taken first.
+        let idle = last_interactive.map_or(IDLE_BEFORE_BACKGROUND, |at| at.elapsed());
+        if job.request.background && idle < IDLE_BEFORE_BACKGROUND {
+            queue.push(job);
+            match commands.recv_timeout(IDLE_BEFORE_BACKGROUND - idle) {
+                Ok(command) => {
+                    if let Some(next) = enqueue(command, &mut queue) {
+                        answer_all(queue, EngineError::WorkerGone);
+                        return next;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Next::Stop,
+            }
+            continue;
+        }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        if reuse_disabled() {
+        if !reuse {
             session.reset();
         }
         let result = catch_unwind(AssertUnwindSafe(|| session.complete(&job.request, job.queued_at)));
@@ -474,6 +544,9 @@ fn serve<M: crate::session::LanguageModel>(
         };
         if let Ok(completion) = &result {
             record(counters, completion, job.request.background);
+        }
+        if !job.request.background {
+            last_interactive = Some(Instant::now());
         }
         let _ = job.reply.send(result);
     }
@@ -553,6 +626,9 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
     counters.n_reused.fetch_add(stats.n_reused as u64, Ordering::Relaxed);
     counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
     counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
+    counters.n_copied.fetch_add(stats.n_copied as u64, Ordering::Relaxed);
+    counters.n_drafted.fetch_add(stats.n_drafted as u64, Ordering::Relaxed);
+    counters.n_accepted.fetch_add(stats.n_accepted as u64, Ordering::Relaxed);
     if !background {
         *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(stats);
     }
@@ -567,6 +643,10 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
         n_reused = stats.n_reused,
         n_decoded = stats.n_decoded,
         n_generated = stats.n_generated,
+        slot = stats.slot,
+        n_copied = stats.n_copied,
+        n_drafted = stats.n_drafted,
+        n_accepted = stats.n_accepted,
         queue_ms = stats.queue_ms,
         prompt_ms = stats.prompt_ms,
         first_token_ms = stats.first_token_ms,
@@ -576,18 +656,6 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
         stop = ?completion.stop,
         "completion"
     );
-}
-
-/// Task prompts are sampled several times on purpose: only ghost text is cached.
-fn cacheable(request: &CompletionRequest) -> bool {
-    request.max_tokens > 0 && !request.raw_prompt && !reuse_disabled()
-}
-
-/// `SPARK_DISABLE_REUSE=1` evaluates every prompt from an empty KV cache and turns the suggestion cache off: the
-/// baseline the benchmark compares against (every request cold, as a server without prefix reuse serves it).
-fn reuse_disabled() -> bool {
-    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DISABLED.get_or_init(|| std::env::var_os("SPARK_DISABLE_REUSE").is_some_and(|value| value == "1"))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
@@ -750,9 +818,8 @@ mod tests {
     async fn missing_model_fails_clearly_and_answers_at_once() {
         let engine = Engine::start(EngineConfig {
             model: ModelSource::Path("/nonexistent/model.gguf".into()),
-            threads: 1,
             n_ctx: 512,
-            max_memory_mb: None,
+            ..EngineConfig::new(ModelSource::None, 1)
         });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::ModelMissing { .. }), "{error}");
@@ -769,9 +836,8 @@ mod tests {
         std::fs::write(&path, b"hello, this is text").unwrap();
         let engine = Engine::start(EngineConfig {
             model: ModelSource::Path(path.clone()),
-            threads: 1,
             n_ctx: 512,
-            max_memory_mb: None,
+            ..EngineConfig::new(ModelSource::None, 1)
         });
         let error = engine.wait_ready().await.unwrap_err();
         assert!(matches!(error, EngineError::NotGguf { .. }), "{error}");
@@ -786,9 +852,9 @@ mod tests {
         std::fs::write(&path, crate::gguf::tests::gemma_like()).unwrap();
         let config = |max_memory_mb| EngineConfig {
             model: ModelSource::Path(path.clone()),
-            threads: 1,
             n_ctx: 131_072,
             max_memory_mb: Some(max_memory_mb),
+            ..EngineConfig::new(ModelSource::None, 1)
         };
         let engine = Engine::start(config(100));
         let error = engine.wait_ready().await.unwrap_err();

@@ -17,7 +17,15 @@ use llama_cpp_2::token::LlamaToken;
 use crate::error::EngineError;
 use crate::memory::{MemoryEstimate, N_BATCH};
 use crate::model_info::{FimFamily, ModelInfo};
-use crate::session::{LanguageModel, Sampling, Token};
+use crate::session::{LanguageModel, Sampling, Token, Verified};
+
+/// The least lead of the greedy choice over the runner-up, in logits, for a batched verification to decide it
+/// (`Verified::sure`). Batched and single-token evaluations differ in the low bits of each logit (other matrix and
+/// attention kernels), and the KV entries of a batch differ the same way: with a lead of 0.1 the default model's
+/// output diverged from plain greedy decoding on a near tie (measured); a closer race is decided by a
+/// single-token evaluation. The real-model test in `engine/tests/local_model.rs` checks that the output stays that
+/// of plain greedy decoding; it is as exact as llama.cpp's kernels are batch-invariant, no more.
+const SURE_MARGIN: f32 = 1.0;
 
 /// llama.cpp's global state may be initialised once per process; models come and go, the backend stays.
 fn backend() -> Result<&'static LlamaBackend, EngineError> {
@@ -118,18 +126,27 @@ pub struct LlamaLm<'m> {
     sampler: LlamaSampler,
     sampling: Sampling,
     last_logits_idx: i32,
+    /// Positions of one sequence.
     n_ctx: usize,
+    n_seq: usize,
 }
 
 impl<'m> LlamaLm<'m> {
-    /// A context of `info.n_ctx` tokens. Its allocation is where a context too large for the machine fails:
-    /// the error carries the estimate the memory check made.
+    /// A context of `estimate.n_slots` sequences (KV slots) of `info.n_ctx` tokens each. Each sequence has its
+    /// own KV stream (`kv_unified` off): attention in one slot never spans the others' cells, and a copy between
+    /// slots is a buffer copy. Sliding-window layers keep full-size caches (`swa_full`), so that rolling a
+    /// sequence back (prefix reuse, rejected draft tokens) stays exact. Its allocation is where a context too
+    /// large for the machine fails: the error carries the estimate the memory check made.
     pub fn new(model: &'m LlamaModel, info: &ModelInfo, estimate: &MemoryEstimate) -> Result<Self, EngineError> {
         let backend = backend()?;
         let n_threads = i32::try_from(info.threads).unwrap_or(1);
         let batch_capacity = N_BATCH as usize;
+        let n_seq = estimate.n_slots.max(1);
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(info.n_ctx))
+            .with_n_ctx(NonZeroU32::new(info.n_ctx.saturating_mul(n_seq)))
+            .with_n_seq_max(n_seq)
+            .with_kv_unified(false)
+            .with_swa_full(true)
             .with_n_batch(batch_capacity as u32)
             .with_n_ubatch(batch_capacity as u32)
             .with_n_threads(n_threads)
@@ -139,9 +156,11 @@ impl<'m> LlamaLm<'m> {
             estimate: *estimate,
             reason: error.to_string(),
         })?;
+        let n_seq = usize::try_from(n_seq).unwrap_or(1);
         Ok(LlamaLm {
             model,
-            n_ctx: context.n_ctx() as usize,
+            n_ctx: context.n_ctx() as usize / n_seq,
+            n_seq,
             context,
             batch: LlamaBatch::new(batch_capacity, 1),
             batch_capacity,
@@ -149,6 +168,34 @@ impl<'m> LlamaLm<'m> {
             sampling: Sampling::default(),
             last_logits_idx: 0,
         })
+    }
+}
+
+impl LlamaLm<'_> {
+    /// Evaluates `tokens` in sequence `seq` in batches; logits for the last token, or for all with `all_logits`
+    /// (then `tokens` fit one batch).
+    fn decode_batches(
+        &mut self,
+        seq: usize,
+        tokens: &[Token],
+        first_pos: usize,
+        all_logits: bool,
+    ) -> Result<(), EngineError> {
+        let seq_id = i32::try_from(seq).map_err(|error| EngineError::Decode(error.to_string()))?;
+        for (chunk_idx, chunk) in tokens.chunks(self.batch_capacity).enumerate() {
+            self.batch.clear();
+            let chunk_pos = first_pos + chunk_idx * self.batch_capacity;
+            for (tok_idx, token) in chunk.iter().enumerate() {
+                let logits = all_logits || tok_idx + 1 == chunk.len();
+                let pos = i32::try_from(chunk_pos + tok_idx).map_err(|error| EngineError::Decode(error.to_string()))?;
+                self.batch
+                    .add(LlamaToken(*token), pos, &[seq_id], logits)
+                    .map_err(|error| EngineError::Decode(error.to_string()))?;
+            }
+            self.context.decode(&mut self.batch).map_err(|error| EngineError::Decode(error.to_string()))?;
+            self.last_logits_idx = self.batch.n_tokens() - 1;
+        }
+        Ok(())
     }
 }
 
@@ -174,33 +221,63 @@ impl LanguageModel for LlamaLm<'_> {
         self.n_ctx
     }
 
-    fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
+    fn n_seq(&self) -> usize {
+        self.n_seq
+    }
+
+    fn truncate_cache(&mut self, seq: usize, n_keep: usize) -> Result<(), EngineError> {
+        let seq_id = u32::try_from(seq).map_err(|error| EngineError::Decode(error.to_string()))?;
         let n_keep = u32::try_from(n_keep).map_err(|error| EngineError::Decode(error.to_string()))?;
-        match self.context.clear_kv_cache_seq(Some(0), Some(n_keep), None) {
+        match self.context.clear_kv_cache_seq(Some(seq_id), Some(n_keep), None) {
             Ok(true) => Ok(()),
-            // A partial removal can fail for recurrent models: start over from an empty cache.
+            // A partial removal can fail for recurrent models: the sequence starts over empty (removing a whole
+            // sequence cannot fail).
             Ok(false) | Err(_) => {
-                self.context.clear_kv_cache();
-                Err(EngineError::Decode("the KV cache could not be truncated; it was cleared".into()))
+                let _ = self.context.clear_kv_cache_seq(Some(seq_id), None, None);
+                Err(EngineError::Decode("the KV cache could not be truncated; the sequence was cleared".into()))
             }
         }
     }
 
-    fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
-        for (chunk_idx, chunk) in tokens.chunks(self.batch_capacity).enumerate() {
-            self.batch.clear();
-            let chunk_pos = first_pos + chunk_idx * self.batch_capacity;
-            for (tok_idx, token) in chunk.iter().enumerate() {
-                let is_last = tok_idx + 1 == chunk.len();
-                let pos = i32::try_from(chunk_pos + tok_idx).map_err(|error| EngineError::Decode(error.to_string()))?;
-                self.batch
-                    .add(LlamaToken(*token), pos, &[0], is_last)
-                    .map_err(|error| EngineError::Decode(error.to_string()))?;
-            }
-            self.context.decode(&mut self.batch).map_err(|error| EngineError::Decode(error.to_string()))?;
-            self.last_logits_idx = self.batch.n_tokens() - 1;
+    fn copy_cache(&mut self, src: usize, dst: usize) -> Result<(), EngineError> {
+        let to_i32 = |seq: usize| i32::try_from(seq).map_err(|error| EngineError::Decode(error.to_string()));
+        let (src_id, dst_id) = (to_i32(src)?, to_i32(dst)?);
+        let _ = self.context.clear_kv_cache_seq(Some(dst_id as u32), None, None);
+        // Between KV streams llama.cpp copies whole sequences only (no position range).
+        self.context.copy_kv_cache_seq(src_id, dst_id, None, None).map_err(|error| {
+            let _ = self.context.clear_kv_cache_seq(Some(dst_id as u32), None, None);
+            EngineError::Decode(error.to_string())
+        })
+    }
+
+    fn decode(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
+        self.decode_batches(seq, tokens, first_pos, false)
+    }
+
+    fn can_verify(&self) -> bool {
+        true
+    }
+
+    fn verify(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<Vec<Verified>, EngineError> {
+        if tokens.len() > self.batch_capacity {
+            return Err(EngineError::Decode("a draft longer than a batch".into()));
         }
-        Ok(())
+        self.decode_batches(seq, tokens, first_pos, true)?;
+        // Greedy: the first highest logit, as llama.cpp's greedy sampler picks it.
+        Ok((0..tokens.len())
+            .map(|idx| {
+                let logits = self.context.get_logits_ith(i32::try_from(idx).unwrap_or(0));
+                let (mut best, mut first, mut second) = (0usize, f32::NEG_INFINITY, f32::NEG_INFINITY);
+                for (token, logit) in logits.iter().enumerate() {
+                    if *logit > first {
+                        (best, second, first) = (token, first, *logit);
+                    } else if *logit > second {
+                        second = *logit;
+                    }
+                }
+                Verified { token: i32::try_from(best).unwrap_or(0), sure: first - second >= SURE_MARGIN }
+            })
+            .collect())
     }
 
     fn set_sampling(&mut self, sampling: Sampling) {

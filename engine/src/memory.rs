@@ -11,10 +11,16 @@ pub const N_BATCH: u32 = 512;
 
 const MIB: u64 = 1024 * 1024;
 
-/// What a model with a context of `n_ctx` tokens will take, in MiB.
+/// The most KV slots chosen from the memory limit: three recently used documents and the tasks.
+pub const MAX_AUTO_SLOTS: u32 = 4;
+/// The most KV slots a setting may ask for.
+pub const MAX_SLOTS: u32 = 16;
+
+/// What a model with `n_slots` KV sequences of `n_ctx` tokens each will take, in MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryEstimate {
     pub n_ctx: u32,
+    pub n_slots: u32,
     pub weights_mib: u64,
     pub kv_cache_mib: u64,
     pub compute_mib: u64,
@@ -30,11 +36,13 @@ impl fmt::Display for MemoryEstimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "~{} MiB with contextSize {} (weights {}, KV cache {}, compute {})",
+            "~{} MiB with contextSize {} (weights {}, KV cache {} for {} slot{}, compute {})",
             self.total_mib(),
             self.n_ctx,
             self.weights_mib,
             self.kv_cache_mib,
+            self.n_slots,
+            if self.n_slots == 1 { "" } else { "s" },
             self.compute_mib
         )
     }
@@ -54,9 +62,11 @@ pub fn effective_n_ctx(requested: u32, n_ctx_train: u64) -> u32 {
 /// resident); the compute buffer counts one layer's attention scores for a full batch and one row of logits. llama.cpp also reserves
 /// logits for every token of a batch (512 x the vocabulary: 512 MiB for Gemma 3), but Spark asks for one row per
 /// batch, so those pages are never touched and are left out: the estimate is what the process will hold.
-pub fn estimate(file_bytes: u64, summary: &GgufSummary, n_ctx: u32) -> MemoryEstimate {
+/// Each KV slot has its own cache of `n_ctx` positions.
+pub fn estimate(file_bytes: u64, summary: &GgufSummary, n_ctx: u32, n_slots: u32) -> MemoryEstimate {
     let n_ctx_u64 = u64::from(n_ctx);
     let kv_bytes = n_ctx_u64
+        .saturating_mul(u64::from(n_slots.max(1)))
         .saturating_mul(summary.n_layer)
         .saturating_mul(summary.n_head_kv)
         .saturating_mul(summary.key_length.saturating_add(summary.value_length))
@@ -69,10 +79,30 @@ pub fn estimate(file_bytes: u64, summary: &GgufSummary, n_ctx: u32) -> MemoryEst
         .saturating_mul(4);
     MemoryEstimate {
         n_ctx,
+        n_slots: n_slots.max(1),
         weights_mib: file_bytes.div_ceil(MIB),
         kv_cache_mib: kv_bytes.div_ceil(MIB),
         compute_mib: compute_bytes.div_ceil(MIB),
     }
+}
+
+/// How many KV slots to create: the setting (capped at `MAX_SLOTS`), else the most (up to `MAX_AUTO_SLOTS`) whose
+/// estimate fits `budget_mib` (`None`: no limit); one when not even two fit.
+pub fn choose_slots(
+    setting: Option<u32>,
+    file_bytes: u64,
+    summary: &GgufSummary,
+    n_ctx: u32,
+    budget_mib: Option<u64>,
+) -> u32 {
+    if let Some(slots) = setting {
+        return slots.clamp(1, MAX_SLOTS);
+    }
+    let Some(budget_mib) = budget_mib else { return MAX_AUTO_SLOTS };
+    (1..=MAX_AUTO_SLOTS)
+        .rev()
+        .find(|slots| estimate(file_bytes, summary, n_ctx, *slots).total_mib() <= budget_mib)
+        .unwrap_or(1)
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in MiB; `None` where there is no such file.
@@ -95,9 +125,20 @@ mod tests {
         let summary = crate::gguf::read_summary(&mut crate::gguf::tests::gemma_like().as_slice()).unwrap();
         let summary = GgufSummary { n_vocab: 262_144, ..summary };
         // llama.cpp reports 235 MiB of weights and a 72 MiB KV cache (12 + 60); the bench measures 376 MiB RSS.
-        let estimate = estimate(253_113_024, &summary, 4096);
+        let estimate = estimate(253_113_024, &summary, 4096, 1);
         assert_eq!((estimate.weights_mib, estimate.kv_cache_mib, estimate.compute_mib), (242, 72, 33));
-        assert_eq!(estimate.to_string(), "~347 MiB with contextSize 4096 (weights 242, KV cache 72, compute 33)");
+        assert_eq!(
+            estimate.to_string(),
+            "~347 MiB with contextSize 4096 (weights 242, KV cache 72 for 1 slot, compute 33)"
+        );
+        let four = super::estimate(253_113_024, &summary, 4096, 4);
+        assert_eq!((four.kv_cache_mib, four.total_mib()), (288, 563));
+        // Slots from the limit: as many as fit, at most four; one when the limit is tight.
+        assert_eq!(choose_slots(None, 253_113_024, &summary, 4096, Some(600)), 4);
+        assert_eq!(choose_slots(None, 253_113_024, &summary, 4096, Some(500)), 3);
+        assert_eq!(choose_slots(None, 253_113_024, &summary, 4096, Some(100)), 1);
+        assert_eq!(choose_slots(None, 253_113_024, &summary, 4096, None), 4);
+        assert_eq!(choose_slots(Some(2), 253_113_024, &summary, 4096, Some(100)), 2);
         assert_eq!(effective_n_ctx(131_072, summary.n_ctx_train), 32_768);
         assert_eq!(effective_n_ctx(4096, 0), 4096);
     }

@@ -43,12 +43,16 @@ impl LanguageModel for ScriptedModel {
         1 << 20
     }
 
-    fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
+    fn truncate_cache(&mut self, _seq: usize, n_keep: usize) -> Result<(), EngineError> {
         self.cache_len = self.cache_len.min(n_keep);
         Ok(())
     }
 
-    fn decode(&mut self, tokens: &[Token], _first_pos: usize) -> Result<(), EngineError> {
+    fn copy_cache(&mut self, _src: usize, _dst: usize) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    fn decode(&mut self, _seq: usize, tokens: &[Token], _first_pos: usize) -> Result<(), EngineError> {
         self.cache_len += tokens.len();
         Ok(())
     }

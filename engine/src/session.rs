@@ -93,6 +93,13 @@ pub struct CompletionStats {
     /// Time spent generating (sampling and decoding generated tokens), in microseconds.
     pub generate_us: u64,
     pub total_ms: u64,
+    /// The KV slot (sequence) the request ran in.
+    pub slot: usize,
+    /// Prompt tokens copied from another slot instead of evaluated (counted in `n_reused` too).
+    pub n_copied: usize,
+    /// Speculative decoding: tokens drafted by prompt lookup, and those the model confirmed.
+    pub n_drafted: usize,
+    pub n_accepted: usize,
 }
 
 /// The answer: the text to insert at the cursor (empty when nothing worth showing was found).
@@ -103,52 +110,176 @@ pub struct Completion {
     pub stats: CompletionStats,
 }
 
-/// What the session needs from a model backend.
+/// What the session needs from a model backend. The context holds `n_seq` sequences (KV slots) of `n_ctx`
+/// positions each; every cache operation names its sequence.
 pub trait LanguageModel {
     /// Tokenizes without adding BOS; `parse_special` turns marker text into special tokens.
     fn tokenize(&self, text: &str, parse_special: bool) -> Vec<Token>;
     fn bos(&self) -> Option<Token>;
     fn piece(&self, token: Token) -> Vec<u8>;
     fn is_end_of_generation(&self, token: Token) -> bool;
+    /// Positions of one sequence.
     fn n_ctx(&self) -> usize;
-    /// Drops every cached position at or after `n_keep`.
-    fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError>;
-    /// Evaluates `tokens` at positions `first_pos..`, leaving the logits of the last one ready to sample.
-    fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError>;
+    /// Sequences (KV slots) in the context.
+    fn n_seq(&self) -> usize {
+        1
+    }
+    /// Drops every position of sequence `seq` at or after `n_keep`. On error the sequence is empty (llama.cpp
+    /// clears it when a partial removal fails).
+    fn truncate_cache(&mut self, seq: usize, n_keep: usize) -> Result<(), EngineError>;
+    /// Replaces sequence `dst` with a copy of sequence `src`. On error `dst` is empty.
+    fn copy_cache(&mut self, src: usize, dst: usize) -> Result<(), EngineError>;
+    /// Evaluates `tokens` in sequence `seq` at positions `first_pos..`, leaving the logits of the last one ready
+    /// to sample.
+    fn decode(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<(), EngineError>;
+    /// Whether `verify` is available (speculative decoding).
+    fn can_verify(&self) -> bool {
+        false
+    }
+    /// Evaluates `tokens` like `decode`, with logits for every one, and returns the greedy choice after each: the
+    /// check of a draft in one batch. Only called with greedy sampling and when `can_verify`.
+    fn verify(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<Vec<Verified>, EngineError> {
+        let _ = (seq, tokens, first_pos);
+        Err(EngineError::Decode("this model cannot verify drafts".into()))
+    }
     fn sample(&mut self) -> Token;
     /// Chooses how `sample` picks tokens from now on.
     fn set_sampling(&mut self, sampling: Sampling);
+}
+
+/// The greedy choice at one position of a verified batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    pub token: Token,
+    /// The choice leads the runner-up by a margin that the rounding of a batched evaluation cannot overturn. A
+    /// batch is computed with other kernels than a single token (llama.cpp's CPU matrix code), so its logits
+    /// differ in the last bits: where two tokens nearly tie, only a plain one-token evaluation decides, so that
+    /// the output stays that of plain greedy decoding.
+    pub sure: bool,
 }
 
 /// Prompt tokens are evaluated in chunks so that a cancel lands within one chunk; what was evaluated stays
 /// cached, so a cancelled cold prompt still warms the cache for the next keystroke. 64 tokens take ~0.2 s on
 /// two cores with the default model: the longest a keystroke waits behind background work.
 const PROMPT_CHUNK: usize = 64;
+/// Background work evaluates smaller chunks: a keystroke arriving meanwhile waits for at most one of them.
+const BACKGROUND_PROMPT_CHUNK: usize = 16;
 /// The smallest chunk worth starting before a deadline (smaller ones cost more per token).
 const MIN_PROMPT_CHUNK: usize = 16;
+/// A slot is filled from another one (a copy of its sequence) when that saves at least this many prompt tokens.
+const MIN_COPY_GAIN: usize = 32;
+/// Speculative decoding: the longest draft, and the n-gram sizes looked up (longest first).
+const MAX_DRAFT: usize = 8;
+const NGRAM_MAX: usize = 4;
+const NGRAM_MIN: usize = 2;
+
+/// One KV sequence: the tokens it holds (exactly what the model's sequence holds), whose it is, when it was used.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    tokens: Vec<Token>,
+    /// The document lane it belongs to; `None` for the task slot or a slot never used.
+    lane: Option<u64>,
+    last_used: u64,
+}
 
 pub struct Session<M> {
     pub model: M,
     pub fim: Option<FimTemplate>,
-    cached: Vec<Token>,
+    /// Prompt-lookup speculative decoding for greedy requests.
+    pub speculative: bool,
+    slots: Vec<Slot>,
+    clock: u64,
     /// Measured time to evaluate one prompt token (a moving average over chunks), to size chunks to deadlines.
     prompt_cost: Option<Duration>,
 }
 
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
-        Session { model, fim, cached: Vec::new(), prompt_cost: None }
+        let slots = vec![Slot::default(); model.n_seq().max(1)];
+        Session { model, fim, speculative: false, slots, clock: 0, prompt_cost: None }
     }
 
-    /// Tokens currently in the KV cache, in order.
+    /// Tokens in the KV cache of slot 0, in order (the single-slot view).
     pub fn cached_tokens(&self) -> &[Token] {
-        &self.cached
+        &self.slots[0].tokens
     }
 
-    /// Forgets the cache (after a failure left it in an unknown state).
+    /// Tokens each slot holds, in slot order.
+    pub fn slot_tokens(&self) -> Vec<&[Token]> {
+        self.slots.iter().map(|slot| slot.tokens.as_slice()).collect()
+    }
+
+    /// Forgets every slot (after a failure left the cache in an unknown state, or with reuse off).
     pub fn reset(&mut self) {
-        let _ = self.model.truncate_cache(0);
-        self.cached.clear();
+        for seq in 0..self.slots.len() {
+            // A whole-sequence removal cannot fail; the record is empty either way.
+            let _ = self.model.truncate_cache(seq, 0);
+            self.slots[seq] = Slot::default();
+        }
+    }
+
+    fn reset_slot(&mut self, seq: usize) {
+        let _ = self.model.truncate_cache(seq, 0);
+        self.slots[seq].tokens.clear();
+    }
+
+    /// Sets slot `seq` to hold its first `n_keep` tokens; when the model fails, the slot is empty.
+    fn truncate_slot(&mut self, seq: usize, n_keep: usize) -> Result<(), EngineError> {
+        if n_keep >= self.slots[seq].tokens.len() {
+            return Ok(());
+        }
+        match self.model.truncate_cache(seq, n_keep) {
+            Ok(()) => {
+                self.slots[seq].tokens.truncate(n_keep);
+                Ok(())
+            }
+            Err(error) => {
+                self.slots[seq].tokens.clear();
+                Err(error)
+            }
+        }
+    }
+
+    /// The slot for a request: tasks have the last one (when there are two or more); a document keeps its lane's
+    /// slot, else takes the least recently used document slot.
+    fn pick_slot(&self, request: &CompletionRequest) -> usize {
+        let n = self.slots.len();
+        if n == 1 {
+            return 0;
+        }
+        if request.raw_prompt {
+            return n - 1;
+        }
+        let documents = 0..n - 1;
+        if let Some(seq) = documents.clone().find(|seq| self.slots[*seq].lane == Some(request.lane)) {
+            return seq;
+        }
+        documents.min_by_key(|seq| self.slots[*seq].last_used).unwrap_or(0)
+    }
+
+    /// Fills slot `seq` from the slot sharing the longest prefix with `tokens` (another file's prompt with the
+    /// same header, the document before a task), when that saves enough prompt evaluation. Returns the tokens
+    /// gained.
+    fn fill_from_best(&mut self, seq: usize, tokens: &[Token]) -> usize {
+        let own = common_prefix_len(&self.slots[seq].tokens, tokens);
+        let best = (0..self.slots.len())
+            .filter(|other| *other != seq)
+            .map(|other| (common_prefix_len(&self.slots[other].tokens, tokens), other))
+            .max();
+        let Some((shared, donor)) = best.filter(|(shared, _)| *shared >= own + MIN_COPY_GAIN) else {
+            return 0;
+        };
+        match self.model.copy_cache(donor, seq) {
+            Ok(()) => {
+                self.slots[seq].tokens = self.slots[donor].tokens.clone();
+                shared - own
+            }
+            Err(error) => {
+                tracing::warn!(%error, "copying a KV slot failed; the slot starts empty");
+                self.slots[seq].tokens.clear();
+                0
+            }
+        }
     }
 
     pub fn complete(&mut self, request: &CompletionRequest, queued_at: Instant) -> Result<Completion, EngineError> {
@@ -157,12 +288,21 @@ impl<M: LanguageModel> Session<M> {
         let tokens = self.prompt_tokens(request);
         stats.n_prompt = tokens.len();
 
-        let n_common = common_prefix_len(&self.cached, &tokens);
+        let seq = self.pick_slot(request);
+        self.clock += 1;
+        let slot = &mut self.slots[seq];
+        slot.last_used = self.clock;
+        slot.lane = (!request.raw_prompt).then_some(request.lane);
+        stats.slot = seq;
+        stats.n_copied = self.fill_from_best(seq, &tokens);
+
+        let n_common = common_prefix_len(&self.slots[seq].tokens, &tokens);
         // At least one token is decoded so that fresh logits exist for the first sample.
-        let n_keep = n_common.min(tokens.len().saturating_sub(1));
-        if n_keep < self.cached.len() {
-            self.model.truncate_cache(n_keep)?;
-            self.cached.truncate(n_keep);
+        let mut n_keep = n_common.min(tokens.len().saturating_sub(1));
+        if let Err(error) = self.truncate_slot(seq, n_keep) {
+            // The model emptied the sequence: the record followed, and this prompt is evaluated cold.
+            tracing::warn!(%error, "KV cache truncation failed; evaluating the prompt from the start");
+            n_keep = 0;
         }
         stats.n_reused = n_keep;
         let mut next = n_keep;
@@ -182,11 +322,12 @@ impl<M: LanguageModel> Session<M> {
             if left.is_zero() || fits < MIN_PROMPT_CHUNK.min(tokens.len() - next) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
             }
-            let chunk = &tokens[next..(next + fits.min(PROMPT_CHUNK)).min(tokens.len())];
-            let first_pos = self.cached.len();
+            let chunk_cap = if request.background { BACKGROUND_PROMPT_CHUNK } else { PROMPT_CHUNK };
+            let chunk = &tokens[next..(next + fits.min(chunk_cap)).min(tokens.len())];
+            let first_pos = self.slots[seq].tokens.len();
             let chunk_started = Instant::now();
-            if let Err(error) = self.model.decode(chunk, first_pos) {
-                self.reset();
+            if let Err(error) = self.model.decode(seq, chunk, first_pos) {
+                self.reset_slot(seq);
                 return Err(error);
             }
             if chunk.len() >= MIN_PROMPT_CHUNK {
@@ -194,7 +335,7 @@ impl<M: LanguageModel> Session<M> {
                 // A moving average: one slow chunk (another process took the core) does not stall the next ones.
                 self.prompt_cost = Some(self.prompt_cost.map_or(per_token, |old| (old * 3 + per_token) / 4));
             }
-            self.cached.extend_from_slice(chunk);
+            self.slots[seq].tokens.extend_from_slice(chunk);
             stats.n_decoded += chunk.len();
             next += chunk.len();
         }
@@ -213,8 +354,18 @@ impl<M: LanguageModel> Session<M> {
             (Some(fim), false) => fim.stop_strings.as_slice(),
             _ => &[],
         };
-        let stop_strings: Vec<&str> = model_stops.iter().chain(&request.stop_strings).map(String::as_str).collect();
+        let stop_strings: Vec<String> = model_stops.iter().chain(&request.stop_strings).cloned().collect();
         self.model.set_sampling(request.sampling);
+        // Greedy requests are decoded speculatively: the output is the same token for token.
+        let speculate = self.speculative && request.sampling.temperature <= 0.0 && self.model.can_verify();
+        let n_prompt_tokens = tokens.len();
+        let n_ctx = self.model.n_ctx();
+        // Tokens greedy decoding produces next, already known from a verified draft: `ahead` are in the KV cache
+        // (accepted draft tokens), `pending` (the model's own choice after them) is not; `redecode` is an accepted
+        // token taken out of the cache again, to be evaluated alone (the choice after it was a near tie).
+        let mut ahead: std::collections::VecDeque<Token> = std::collections::VecDeque::new();
+        let mut pending: Option<Token> = None;
+        let mut redecode: Option<Token> = None;
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
         let generating = Instant::now();
@@ -228,7 +379,14 @@ impl<M: LanguageModel> Session<M> {
             if Instant::now() >= request.deadline {
                 break StopReason::Deadline;
             }
-            let token = self.model.sample();
+            // (token, in the cache already, may start a draft)
+            let (token, in_cache, may_draft) = if let Some(token) = ahead.pop_front() {
+                (token, true, false)
+            } else if let Some(token) = redecode.take() {
+                (token, false, false)
+            } else {
+                (pending.take().unwrap_or_else(|| self.model.sample()), false, true)
+            };
             if stats.first_token_ms == 0 {
                 stats.first_token_ms = millis(started.elapsed()).max(1);
             }
@@ -237,7 +395,7 @@ impl<M: LanguageModel> Session<M> {
             }
             bytes.extend_from_slice(&self.model.piece(token));
             text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
-            if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop)).min() {
+            if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop.as_str())).min() {
                 text.truncate(cut);
                 break StopReason::StopRule;
             }
@@ -245,17 +403,72 @@ impl<M: LanguageModel> Session<M> {
                 text.truncate(cut);
                 break StopReason::StopRule;
             }
-            if self.cached.len() + 1 >= self.model.n_ctx() {
+            // The length the cache has in plain decoding at this point.
+            let pos = n_prompt_tokens + stats.n_generated;
+            if pos + 1 >= n_ctx {
                 break StopReason::ContextFull;
             }
-            let pos = self.cached.len();
-            if let Err(error) = self.model.decode(&[token], pos) {
-                self.reset();
-                return Err(error);
+            if !in_cache {
+                let room = n_ctx.saturating_sub(pos + 2).min(request.max_tokens.saturating_sub(stats.n_generated + 1));
+                let draft = if speculate && may_draft {
+                    draft_tokens(&self.slots[seq].tokens, token, room.min(MAX_DRAFT))
+                } else {
+                    Vec::new()
+                };
+                if draft.is_empty() {
+                    if let Err(error) = self.model.decode(seq, &[token], pos) {
+                        self.reset_slot(seq);
+                        return Err(error);
+                    }
+                    self.slots[seq].tokens.push(token);
+                } else {
+                    let mut batch = Vec::with_capacity(draft.len() + 1);
+                    batch.push(token);
+                    batch.extend_from_slice(&draft);
+                    let predicted = match self.model.verify(seq, &batch, pos) {
+                        Ok(predicted) => predicted,
+                        Err(error) => {
+                            self.reset_slot(seq);
+                            return Err(error);
+                        }
+                    };
+                    let n_accepted = draft
+                        .iter()
+                        .zip(&predicted)
+                        .take_while(|(drafted, said)| said.sure && **drafted == said.token)
+                        .count();
+                    stats.n_drafted += draft.len();
+                    stats.n_accepted += n_accepted;
+                    self.slots[seq].tokens.extend_from_slice(&batch);
+                    // The rejected tail leaves the cache; the model's choice after the accepted prefix comes next.
+                    match predicted.get(n_accepted).filter(|next| next.sure) {
+                        Some(next) => {
+                            self.truncate_slot(seq, pos + 1 + n_accepted)?;
+                            ahead.extend(&draft[..n_accepted]);
+                            pending = Some(next.token);
+                        }
+                        // A near tie after the last accepted token: that token is evaluated again, alone, and
+                        // its logits decide as in plain decoding.
+                        None => {
+                            self.truncate_slot(seq, pos + n_accepted)?;
+                            if n_accepted == 0 {
+                                if let Err(error) = self.model.decode(seq, &[token], pos) {
+                                    self.reset_slot(seq);
+                                    return Err(error);
+                                }
+                                self.slots[seq].tokens.push(token);
+                            } else {
+                                ahead.extend(&draft[..n_accepted - 1]);
+                                redecode = Some(draft[n_accepted - 1]);
+                            }
+                        }
+                    }
+                }
             }
-            self.cached.push(token);
             stats.n_generated += 1;
         };
+        // Accepted draft tokens past the stop were never generated: the cache holds what plain decoding holds.
+        self.truncate_slot(seq, n_prompt_tokens + stats.n_generated)?;
         stats.generate_us = u64::try_from(generating.elapsed().as_micros()).unwrap_or(u64::MAX);
         if stop == StopReason::Cancelled {
             return Ok(self.finish(String::new(), stop, stats, started));
@@ -306,6 +519,34 @@ impl<M: LanguageModel> Session<M> {
     }
 }
 
+/// Prompt-lookup drafting: the tokens that followed the latest earlier occurrence of the last n-gram of
+/// `history` + `last` (n from `NGRAM_MAX` down to `NGRAM_MIN`), at most `max`. Code repeats names and lines: the
+/// prompt (document, suffix, other files) and what was generated so far are where a continuation is found.
+pub fn draft_tokens(history: &[Token], last: Token, max: usize) -> Vec<Token> {
+    if max == 0 {
+        return Vec::new();
+    }
+    let len = history.len() + 1;
+    let at = |idx: usize| if idx == history.len() { last } else { history[idx] };
+    for n in (NGRAM_MIN..=NGRAM_MAX).rev() {
+        if len <= n {
+            continue;
+        }
+        let gram_start = len - n;
+        // Candidate starts, latest first; a match must be followed by at least one token.
+        for start in (0..gram_start).rev() {
+            if (0..n).all(|k| at(start + k) == at(gram_start + k)) {
+                let from = start + n;
+                let to = (from + max).min(len);
+                if from < to {
+                    return (from..to).map(at).collect();
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
 /// Length of the longest common prefix of two token sequences.
 pub fn common_prefix_len(a: &[Token], b: &[Token]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -326,17 +567,31 @@ fn millis(duration: Duration) -> u64 {
 
 #[cfg(test)]
 pub(crate) mod fake {
-    //! A scripted model: one token per character; after the prompt it "generates" a fixed continuation.
+    //! A scripted model: one token per character, a KV cache per sequence. After the prompt it "generates" a
+    //! fixed continuation, or with a `rule` the token the rule gives for the sequence so far.
 
     use super::*;
 
     pub struct FakeModel {
         pub continuation: String,
-        pub cache: Vec<Token>,
-        pub prompt_len: usize,
+        /// The tokens of each sequence.
+        pub caches: Vec<Vec<Token>>,
+        prompt_lens: Vec<usize>,
+        last_seq: usize,
         pub n_ctx: usize,
         pub decoded_total: usize,
         pub eog_after: bool,
+        /// The next truncation fails the way llama.cpp's can: the sequence is cleared and an error returned.
+        pub fail_truncate: bool,
+        /// The next copy between sequences fails (the destination ends up empty).
+        pub fail_copy: bool,
+        /// The next decode fails after evaluating half of its tokens.
+        pub fail_decode: bool,
+        /// Greedy choice as a function of the sequence so far (instead of `continuation`).
+        pub rule: Option<fn(&[Token]) -> Token>,
+        pub verifies: bool,
+        /// Verification calls every position whose index is a multiple of this a near tie (0: none).
+        pub unsure_every: usize,
     }
 
     pub const EOG: Token = -2;
@@ -344,13 +599,37 @@ pub(crate) mod fake {
 
     impl FakeModel {
         pub fn new(continuation: &str) -> Self {
+            FakeModel::with_slots(continuation, 1)
+        }
+
+        pub fn with_slots(continuation: &str, n_seq: usize) -> Self {
             FakeModel {
                 continuation: continuation.to_owned(),
-                cache: Vec::new(),
-                prompt_len: 0,
+                caches: vec![Vec::new(); n_seq],
+                prompt_lens: vec![0; n_seq],
+                last_seq: 0,
                 n_ctx: 4096,
                 decoded_total: 0,
                 eog_after: true,
+                fail_truncate: false,
+                fail_copy: false,
+                fail_decode: false,
+                rule: None,
+                verifies: true,
+                unsure_every: 0,
+            }
+        }
+
+        /// What greedy decoding picks after the first `len` tokens of sequence `seq`.
+        fn choice(&self, seq: usize, len: usize) -> Token {
+            if let Some(rule) = self.rule {
+                return rule(&self.caches[seq][..len]);
+            }
+            let n_generated = len.saturating_sub(self.prompt_lens[seq]);
+            match self.continuation.chars().nth(n_generated) {
+                Some(ch) => ch as Token,
+                None if self.eog_after => EOG,
+                None => ' ' as Token,
             }
         }
     }
@@ -371,27 +650,57 @@ pub(crate) mod fake {
         fn n_ctx(&self) -> usize {
             self.n_ctx
         }
-        fn truncate_cache(&mut self, n_keep: usize) -> Result<(), EngineError> {
-            self.cache.truncate(n_keep);
+        fn n_seq(&self) -> usize {
+            self.caches.len()
+        }
+        fn truncate_cache(&mut self, seq: usize, n_keep: usize) -> Result<(), EngineError> {
+            if std::mem::take(&mut self.fail_truncate) {
+                self.caches[seq].clear();
+                return Err(EngineError::Decode("truncation failed; cache cleared".into()));
+            }
+            self.caches[seq].truncate(n_keep);
             Ok(())
         }
-        fn decode(&mut self, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
-            assert_eq!(first_pos, self.cache.len(), "decode must append at the end of the cache");
-            self.cache.extend_from_slice(tokens);
-            self.decoded_total += tokens.len();
-            if tokens.len() > 1 || self.prompt_len == 0 {
-                self.prompt_len = self.cache.len();
+        fn copy_cache(&mut self, src: usize, dst: usize) -> Result<(), EngineError> {
+            if std::mem::take(&mut self.fail_copy) {
+                self.caches[dst].clear();
+                return Err(EngineError::Decode("copy failed".into()));
             }
+            self.caches[dst] = self.caches[src].clone();
+            self.prompt_lens[dst] = self.prompt_lens[src];
             Ok(())
+        }
+        fn decode(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<(), EngineError> {
+            assert_eq!(first_pos, self.caches[seq].len(), "decode must append at the end of the cache");
+            if std::mem::take(&mut self.fail_decode) {
+                // Part of the batch went in before the failure: the session must not trust this sequence.
+                self.caches[seq].extend_from_slice(&tokens[..tokens.len() / 2]);
+                return Err(EngineError::Decode("decode failed".into()));
+            }
+            self.caches[seq].extend_from_slice(tokens);
+            self.decoded_total += tokens.len();
+            if tokens.len() > 1 || self.prompt_lens[seq] == 0 {
+                self.prompt_lens[seq] = self.caches[seq].len();
+            }
+            self.last_seq = seq;
+            Ok(())
+        }
+        fn can_verify(&self) -> bool {
+            self.verifies
+        }
+        fn verify(&mut self, seq: usize, tokens: &[Token], first_pos: usize) -> Result<Vec<Verified>, EngineError> {
+            assert_eq!(first_pos, self.caches[seq].len(), "verify must append at the end of the cache");
+            self.caches[seq].extend_from_slice(tokens);
+            self.decoded_total += tokens.len();
+            self.last_seq = seq;
+            let sure = |len: usize| self.unsure_every == 0 || !len.is_multiple_of(self.unsure_every);
+            Ok((1..=tokens.len())
+                .map(|k| Verified { token: self.choice(seq, first_pos + k), sure: sure(first_pos + k) })
+                .collect())
         }
         fn set_sampling(&mut self, _sampling: Sampling) {}
         fn sample(&mut self) -> Token {
-            let n_generated = self.cache.len() - self.prompt_len;
-            match self.continuation.chars().nth(n_generated) {
-                Some(ch) => ch as Token,
-                None if self.eog_after => EOG,
-                None => ' ' as Token,
-            }
+            self.choice(self.last_seq, self.caches[self.last_seq].len())
         }
     }
 }
@@ -479,7 +788,7 @@ mod tests {
         let completion = session.complete(&req, Instant::now()).unwrap();
         assert_eq!(completion.stop, StopReason::Cancelled);
         assert!(completion.text.is_empty());
-        assert_eq!(session.cached_tokens(), session.model.cache.as_slice());
+        assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
     }
 
     #[test]
@@ -516,13 +825,205 @@ mod tests {
         assert_eq!(completion.text, "z");
     }
 
+    #[test]
+    fn a_failed_truncation_leaves_the_record_equal_to_the_emptied_cache() {
+        let mut session = Session::new(FakeModel::new("abc"), None);
+        session.complete(&request("let x = 1;", "", StopMode::Line), Instant::now()).unwrap();
+        session.model.fail_truncate = true;
+        let second = session.complete(&request("let y = 2;", "", StopMode::Line), Instant::now());
+        assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
+        // The request still gets its answer, from a cold prompt.
+        let second = second.unwrap();
+        assert_eq!((second.text.as_str(), second.stats.n_reused), ("abc", 0));
+    }
+
+    fn task(prompt: &str) -> CompletionRequest {
+        let mut req = request(prompt, "", StopMode::Free);
+        req.raw_prompt = true;
+        req.lane = u64::MAX;
+        req
+    }
+
+    #[test]
+    fn switching_back_to_a_recent_document_finds_its_prompt_cached() {
+        let mut session = Session::new(FakeModel::with_slots("abc", 3), None);
+        let mut a = request("fn alpha() {\n    let", "", StopMode::Line);
+        a.lane = 1;
+        let mut b = request("struct Beta {\n    field", "", StopMode::Line);
+        b.lane = 2;
+        session.complete(&a, Instant::now()).unwrap();
+        session.complete(&b, Instant::now()).unwrap();
+        // A task runs in its own slot: neither document loses its prompt.
+        session.complete(&task("Fix this code"), Instant::now()).unwrap();
+        let back = session.complete(&a, Instant::now()).unwrap();
+        assert_eq!((back.stats.n_decoded, back.stats.slot), (1, 0));
+        let back = session.complete(&b, Instant::now()).unwrap();
+        assert_eq!((back.stats.n_decoded, back.stats.slot), (1, 1));
+        // A third document takes the least recently used document slot.
+        let mut c = request("impl Gamma", "", StopMode::Line);
+        c.lane = 3;
+        assert_eq!(session.complete(&c, Instant::now()).unwrap().stats.slot, 0);
+        for (seq, tokens) in session.slot_tokens().into_iter().enumerate() {
+            assert_eq!(tokens, session.model.caches[seq].as_slice());
+        }
+    }
+
+    #[test]
+    fn a_new_document_starts_from_the_slot_sharing_its_header() {
+        let header = "// other file\nfn shared_helper(x: i32) -> i32 { x * 2 }\n".repeat(3);
+        let mut session = Session::new(FakeModel::with_slots("z", 3), None);
+        let mut a = request(&format!("{header}fn a() {{"), "", StopMode::Line);
+        a.lane = 1;
+        session.complete(&a, Instant::now()).unwrap();
+        let mut b = request(&format!("{header}fn b() {{"), "", StopMode::Line);
+        b.lane = 2;
+        let second = session.complete(&b, Instant::now()).unwrap();
+        assert_eq!(second.stats.slot, 1);
+        assert!(second.stats.n_copied >= header.len(), "{:?}", second.stats);
+        assert_eq!(second.stats.n_decoded, "b() {".len(), "only what differs from the other slot is evaluated");
+        assert_eq!(session.slot_tokens()[1], session.model.caches[1].as_slice());
+    }
+
+    /// A deterministic "model" whose greedy choice depends on the last three tokens: repetitive enough that
+    /// prompt lookup drafts are often right, and often wrong.
+    fn rule(tokens: &[Token]) -> Token {
+        let tail = &tokens[tokens.len().saturating_sub(3)..];
+        let hash = tail.iter().fold(7u32, |acc, token| acc.wrapping_mul(31).wrapping_add(*token as u32));
+        if hash % 29 == 0 {
+            EOG
+        } else {
+            ['a', 'b', 'c', 'd'][(hash / 7 % 4) as usize] as Token
+        }
+    }
+
+    #[test]
+    fn speculative_decoding_drafts_and_keeps_what_the_model_confirms() {
+        let model = || {
+            let mut model = FakeModel::new("");
+            model.rule = Some(rule);
+            model
+        };
+        let mut plain = Session::new(model(), None);
+        plain.speculative = false;
+        let mut fast = Session::new(model(), None);
+        fast.speculative = true;
+        let mut req = task("abcdabcdabcadbcabdcab");
+        req.max_tokens = 40;
+        let slow = plain.complete(&req, Instant::now()).unwrap();
+        let quick = fast.complete(&req, Instant::now()).unwrap();
+        assert_eq!((quick.text.as_str(), quick.stop), (slow.text.as_str(), slow.stop));
+        assert!(quick.stats.n_drafted > 0 && quick.stats.n_accepted > 0, "{:?}", quick.stats);
+        assert_eq!(fast.cached_tokens(), plain.cached_tokens());
+        assert_eq!(fast.cached_tokens(), fast.model.caches[0].as_slice());
+    }
+
+    #[test]
+    fn prompt_lookup_drafts_what_followed_the_last_ngram() {
+        let history: Vec<Token> = "let total = a + b;\nlet".chars().map(|ch| ch as Token).collect();
+        let draft: String =
+            draft_tokens(&history, ' ' as Token, 6).into_iter().map(|t| char::from_u32(t as u32).unwrap()).collect();
+        assert_eq!(draft, "total ");
+        assert!(draft_tokens(&history, 'Q' as Token, 6).is_empty());
+        assert!(draft_tokens(&history, ' ' as Token, 0).is_empty());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Ghost { lane: u64, prefix: String, max_tokens: usize },
+        Task { prompt: String },
+        FailTruncate,
+        FailCopy,
+        FailDecode,
+        Reset,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0u64..5, "[abc\n]{0,40}", 0usize..12).prop_map(|(lane, prefix, max_tokens)| Op::Ghost { lane, prefix, max_tokens }),
+            2 => "[abcd ]{1,30}".prop_map(|prompt| Op::Task { prompt }),
+            1 => Just(Op::FailTruncate),
+            1 => Just(Op::FailCopy),
+            1 => Just(Op::FailDecode),
+            1 => Just(Op::Reset),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_slot_records_exactly_what_its_sequence_holds(
+            ops in proptest::collection::vec(op(), 1..40),
+            n_seq in 1usize..5,
+            speculative: bool,
+        ) {
+            let mut model = FakeModel::with_slots("", n_seq);
+            model.rule = Some(rule);
+            model.n_ctx = 64;
+            model.unsure_every = 3;
+            let mut session = Session::new(model, None);
+            session.speculative = speculative;
+            // A shared header makes copies between slots worth it.
+            let header = "shared header line\n".repeat(2);
+            for op in ops {
+                match op {
+                    Op::Ghost { lane, prefix, max_tokens } => {
+                        let mut req = request(&format!("{header}{prefix}"), "", StopMode::Block);
+                        req.lane = lane;
+                        req.max_tokens = max_tokens;
+                        let _ = session.complete(&req, Instant::now());
+                    }
+                    Op::Task { prompt } => {
+                        let mut req = task(&prompt);
+                        req.max_tokens = 10;
+                        let _ = session.complete(&req, Instant::now());
+                    }
+                    Op::FailTruncate => session.model.fail_truncate = true,
+                    Op::FailCopy => session.model.fail_copy = true,
+                    Op::FailDecode => session.model.fail_decode = true,
+                    Op::Reset => session.reset(),
+                }
+                for (seq, tokens) in session.slot_tokens().into_iter().enumerate() {
+                    proptest::prop_assert_eq!(tokens, session.model.caches[seq].as_slice(), "slot {}", seq);
+                }
+            }
+        }
+
+        #[test]
+        fn speculative_output_equals_greedy_token_for_token(
+            prompts in proptest::collection::vec("[abcd]{0,30}", 1..6),
+            max_tokens in 1usize..40,
+            unsure_every in 0usize..4,
+        ) {
+            let model = || {
+                let mut model = FakeModel::with_slots("", 2);
+                model.rule = Some(rule);
+                model.unsure_every = unsure_every;
+                model
+            };
+            let mut plain = Session::new(model(), None);
+            plain.speculative = false;
+            let mut fast = Session::new(model(), None);
+            fast.speculative = true;
+            for prompt in prompts {
+                let mut req = task(&prompt);
+                req.max_tokens = max_tokens;
+                let slow = plain.complete(&req, Instant::now()).unwrap();
+                let quick = fast.complete(&req, Instant::now()).unwrap();
+                proptest::prop_assert_eq!(&quick.text, &slow.text);
+                proptest::prop_assert_eq!(quick.stop, slow.stop);
+                proptest::prop_assert_eq!(quick.stats.n_generated, slow.stats.n_generated);
+                proptest::prop_assert_eq!(fast.slot_tokens(), plain.slot_tokens());
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn cache_mirrors_the_model_after_any_sequence_of_prompts(prompts in proptest::collection::vec("[ab\n]{0,12}", 1..8)) {
             let mut session = Session::new(FakeModel::new("ab"), None);
             for prefix in prompts {
                 let completion = session.complete(&request(&prefix, "", StopMode::Line), Instant::now()).unwrap();
-                proptest::prop_assert_eq!(session.cached_tokens(), session.model.cache.as_slice());
+                proptest::prop_assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
                 proptest::prop_assert_eq!(completion.stats.n_reused + completion.stats.n_decoded, completion.stats.n_prompt);
             }
         }

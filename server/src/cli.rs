@@ -119,6 +119,9 @@ pub struct DoctorArgs {
     /// Memory limit in MiB, as the `model.maxMemoryMb` setting (default: the memory available; 0: no check).
     #[arg(long)]
     pub max_memory_mb: Option<u64>,
+    /// KV slots, as the `model.kvSlots` setting (default: derived from the memory limit).
+    #[arg(long)]
+    pub kv_slots: Option<u32>,
 }
 
 /// Handlers tower-lsp runs at once; see `serve_stdio_guarded`.
@@ -144,12 +147,10 @@ pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
 }
 
 fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
-    EngineConfig {
-        model: config::resolve_model(model),
-        threads: threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
-        n_ctx: 4096,
-        max_memory_mb: None,
-    }
+    EngineConfig::new(
+        config::resolve_model(model),
+        threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
+    )
 }
 
 fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
@@ -224,6 +225,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
             "stats": {
                 "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                 "nGenerated": stats.n_generated, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
+                "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
             },
             "model": {"path": info.path, "name": info.name, "arch": info.architecture, "fim": info.fim.is_some()},
         });
@@ -255,6 +257,7 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = EngineConfig {
         n_ctx: args.context_size.clamp(512, 131_072),
         max_memory_mb: args.max_memory_mb,
+        kv_slots: args.kv_slots,
         ..engine_config(args.model.as_deref(), args.threads)
     };
     match &config.model {
@@ -279,6 +282,13 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             println!("context:      {} tokens (trained {})", info.n_ctx, info.n_ctx_train);
             if let Some(memory) = &info.memory {
                 println!("memory:       {memory}");
+                let source = if args.kv_slots.is_some() { "--kv-slots" } else { "from the memory limit" };
+                let use_ = if memory.n_slots > 1 {
+                    format!("{} recently used documents + tasks", memory.n_slots - 1)
+                } else {
+                    "one sequence for everything".to_owned()
+                };
+                println!("kv slots:     {} ({use_}; {source})", memory.n_slots);
             }
             match &info.fim {
                 Some(fim) => println!("fill-in:      yes, {:?} template", fim.family),

@@ -139,6 +139,15 @@ pub struct ModelSettings {
     /// The most memory the model may take, in MiB: weights, KV cache and compute buffer, estimated from the GGUF
     /// header before loading. Default: the memory available when it loads; 0 turns the check off.
     pub max_memory_mb: Option<u64>,
+    /// KV-cache prefix reuse and the suggestion cache (default on); off, every prompt is evaluated cold (the
+    /// benchmark's baseline).
+    pub reuse: Option<bool>,
+    /// KV slots: sequences kept in the model's context, one per recently used document and one for tasks.
+    /// Default: derived from the memory limit (at most 4); 1 gives the single-sequence engine.
+    pub kv_slots: Option<u32>,
+    /// Prompt-lookup speculative decoding for greedy requests (default off: on a near tie its output can differ
+    /// from plain greedy decoding, because llama.cpp rounds a batch differently from a single token).
+    pub speculative: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -186,10 +195,15 @@ impl Settings {
     /// The engine configuration these settings ask for.
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
-            model: resolve_model(self.model.path.as_deref()),
-            threads: self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
             n_ctx: self.model.context_size.unwrap_or(4096).clamp(512, 131_072),
             max_memory_mb: self.model.max_memory_mb,
+            reuse: self.model.reuse.unwrap_or(true),
+            kv_slots: self.model.kv_slots.filter(|slots| *slots > 0),
+            speculative: self.model.speculative.unwrap_or(false),
+            ..EngineConfig::new(
+                resolve_model(self.model.path.as_deref()),
+                self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
+            )
         }
     }
 

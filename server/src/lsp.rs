@@ -271,7 +271,8 @@ impl Spark {
                         "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                         "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
                         "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
-                        "totalMs": stats.total_ms,
+                        "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
+                        "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
                     })
                 })
                 .collect(),
@@ -320,9 +321,13 @@ impl Spark {
             "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
             "nGenerated": counters.n_generated.load(Ordering::Relaxed),
             "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
+            "nCopied": counters.n_copied.load(Ordering::Relaxed),
+            "nDrafted": counters.n_drafted.load(Ordering::Relaxed),
+            "nAccepted": counters.n_accepted.load(Ordering::Relaxed),
             "last": last.map(|stats| json!({
                 "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                 "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
+                "slot": stats.slot, "nCopied": stats.n_copied, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
             })),
         });
         status

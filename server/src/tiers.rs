@@ -134,7 +134,8 @@ impl StrongModel {
         if let Some(old) = state.take() {
             old.engine.shutdown();
         }
-        let config = EngineConfig { model: ModelSource::Path(path.to_owned()), ..fast.clone() };
+        // Tasks only: one KV sequence is enough (no documents to keep warm).
+        let config = EngineConfig { model: ModelSource::Path(path.to_owned()), kv_slots: Some(1), ..fast.clone() };
         let started = Instant::now();
         let engine = Arc::new(Engine::start(config));
         engine.wait_ready().await?;

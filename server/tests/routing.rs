@@ -194,7 +194,7 @@ fn race_takes_the_local_answer_when_the_remote_answers_empty() {
 #[test]
 fn race_serves_the_remote_when_the_local_model_is_unusable() {
     let remote = endpoint(Answer::Text("remote_value();", Duration::from_millis(200)));
-    let config = EngineConfig { model: ModelSource::None, threads: 1, n_ctx: 512, max_memory_mb: None };
+    let config = EngineConfig { n_ctx: 512, ..EngineConfig::new(ModelSource::None, 1) };
     let engine = Engine::start(config);
     let generator = Generator::new(&engine, Some(&remote.client), Route::Race);
     let generated = runtime().block_on(generator.generate(ghost_text("g")));

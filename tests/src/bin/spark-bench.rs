@@ -12,9 +12,13 @@
 //! - waiting for each answer before typing on (the editor's worst case: nothing hides a slow answer);
 //! - bursts (100 chars/s within a word, 400 ms pauses at spaces and line ends).
 //!
-//! The same paces run with KV-cache reuse and every cache off (`SPARK_DISABLE_REUSE=1`: every request from a
-//! cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
+//! The same paces run with KV-cache reuse and every cache off (the setting `model.reuse: false`: every request
+//! from a cold context, as a server without prefix reuse serves it), and the table gives the ratio of the medians.
 //! Writes target/bench/spark-bench.json and target/bench/latency.png (latency CDF per row).
+//!
+//! `--engine` runs the engine rows instead (`bench_engine.rs`: file switching with KV slots on and off, the
+//! keystroke after a fix, speculative decoding on and off, RSS against the estimate), for the default model or
+//! each `--model PATH`; `--only-speculation` runs the speculation rows alone, on two prompts.
 //!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
 //! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
@@ -27,6 +31,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use spark_tests::{end_position, workspace_root, LspClient};
+
+#[path = "../bench_engine.rs"]
+mod bench_engine;
 
 /// A function body to type back: `anchor` names the line after which the body starts.
 struct Source {
@@ -487,12 +494,20 @@ fn plot(rows: &[Row], path: &std::path::Path) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let flag_value = |name: &str| args.iter().position(|arg| arg == name).and_then(|idx| args.get(idx + 1));
+    if args.iter().any(|arg| arg == "--engine") {
+        let models = args
+            .iter()
+            .enumerate()
+            .filter(|(_, arg)| *arg == "--model")
+            .filter_map(|(idx, _)| args.get(idx + 1).map(std::path::PathBuf::from))
+            .collect();
+        return bench_engine::main(models, args.iter().any(|arg| arg == "--only-speculation"));
+    }
     let quick = args.iter().any(|arg| arg == "--quick");
     let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);
     let max_chars: usize = flag_value("--chars").map(|value| value.parse()).transpose()?.unwrap_or(110);
     let scripts = scripts(max_chars)?;
 
-    let no_reuse = vec![("SPARK_DISABLE_REUSE", "1")];
     let row = |label: &str, env: Vec<(&'static str, &'static str)>, pace: Pace, busy_core: bool| RowConfig {
         label: format!("{label}, {}", pace.label()),
         env,
@@ -505,9 +520,9 @@ fn main() -> anyhow::Result<()> {
     // nothing at all) and type only the first characters of each body.
     let cold = |pace: Pace| RowConfig {
         label: format!("no reuse (deadline 20 s, first {NO_REUSE_CHARS} characters of each body), {}", pace.label()),
-        options: json!({"inline": {"deadlineMs": 20000}}),
+        options: json!({"inline": {"deadlineMs": 20000}, "model": {"reuse": false}}),
         max_chars: Some(NO_REUSE_CHARS),
-        ..row("", no_reuse.clone(), pace, false)
+        ..row("", vec![], pace, false)
     };
     let mut configs = vec![row("Spark", vec![], Pace::Rate(rate), false), row("Spark", vec![], Pace::Wait, false)];
     if !quick {
