@@ -18,7 +18,8 @@ pub const SEED: u64 = 0x5eed_2026_1201;
 
 /// Where everything the evaluation fetches, builds and writes lives (never committed).
 pub fn eval_dir() -> PathBuf {
-    crate::workspace_root().join("target/eval")
+    let root = crate::workspace_root();
+    root.canonicalize().unwrap_or(root).join("target/eval")
 }
 
 /// A small deterministic generator (splitmix64): no dependency, same sequence everywhere.

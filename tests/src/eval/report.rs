@@ -34,6 +34,7 @@ pub struct TaskRow {
     pub correct: usize,
     pub offered_but_wrong: usize,
     pub crash_or_timeout: usize,
+    pub harness_errors: usize,
     pub p50_ms: u64,
     pub p95_ms: u64,
     /// Seconds Spark took over these cases (the user's waiting time).
@@ -78,7 +79,8 @@ pub fn task_rows(run: &Run) -> Vec<TaskRow> {
                 offered: results.iter().filter(|r| r.offered).count(),
                 verified: results.iter().filter(|r| r.verified).count(),
                 correct,
-                offered_but_wrong: results.iter().filter(|r| r.offered && !r.correct).count(),
+                offered_but_wrong: results.iter().filter(|r| r.offered && !r.correct && !r.harness_error).count(),
+                harness_errors: results.iter().filter(|r| r.harness_error).count(),
                 crash_or_timeout: results.iter().filter(|r| r.crash_or_timeout).count(),
                 p50_ms: percentile(&mut ms, 0.5),
                 p95_ms: percentile(&mut ms, 0.95),
@@ -143,6 +145,12 @@ pub fn markdown(run: &Run) -> String {
                 row.p50_ms,
                 row.p95_ms,
                 row.correct_per_s
+            ));
+        }
+        let harness_errors: usize = tasks.iter().map(|row| row.harness_errors).sum();
+        if harness_errors > 0 {
+            out.push_str(&format!(
+                "\n{harness_errors} case(s) hit a harness error (see report.json); they count in no column.\n"
             ));
         }
         out.push('\n');

@@ -34,6 +34,8 @@ pub struct CaseResult {
     /// The independent check passed.
     pub correct: bool,
     pub crash_or_timeout: bool,
+    /// The harness itself failed on this case (reported, never counted as right or wrong).
+    pub harness_error: bool,
     pub ms: u64,
     pub note: String,
 }
@@ -76,7 +78,7 @@ fn slice<T: Clone>(items: &[T], quick: bool, keep: usize) -> Vec<T> {
         return items.to_vec();
     }
     let step = items.len() as f64 / keep as f64;
-    (0..keep).map(|idx| items[(idx as f64 * step) as usize].clone()).collect()
+    (0..keep).map(|idx| items[((idx as f64 + 0.5) * step) as usize].clone()).collect()
 }
 
 fn by_lang<T: Clone>(items: &[T], lang_of: impl Fn(&T) -> Lang, quick: bool, keep: usize) -> Vec<T> {
@@ -107,14 +109,17 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
         let ghost = by_lang(&cases.ghost, |case| case.lang, options.quick, 4);
         for (idx, case) in ghost.iter().enumerate() {
             log(&format!("ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
-            ghost_case(&mut server, package(&case.package)?, case, &mut run)?;
+            if let Err(error) = ghost_case(&mut server, package(&case.package)?, case, &mut run) {
+                log(&format!("ghost {}: harness error, span skipped: {error:#}", case.id));
+            }
         }
     }
     if wants("fix") {
         let fix = by_lang(&cases.fix, |case| case.lang, options.quick, 6);
         for (idx, case) in fix.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
-            let result = fix_case(&mut server, scratch, case)?;
+            let result = fix_case(&mut server, scratch, case)
+                .unwrap_or_else(|error| harness_failed("fix", case.lang, &case.id, error));
             log(&format!("fix {}/{}: {} {} → {}", idx + 1, fix.len(), case.id, case.mutation, verdict(&result)));
             run.results.push(result);
         }
@@ -123,7 +128,8 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
         let tests = by_lang(&cases.tests, |case| case.lang, options.quick, 4);
         for (idx, case) in tests.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
-            let result = tests_case(&mut server, scratch, case)?;
+            let result = tests_case(&mut server, scratch, case)
+                .unwrap_or_else(|error| harness_failed("tests", case.lang, &case.id, error));
             log(&format!("tests {}/{}: {} → {}", idx + 1, tests.len(), case.id, verdict(&result)));
             run.results.push(result);
         }
@@ -131,7 +137,8 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
     if wants("regex") {
         let regex = by_lang(&cases.regex, |case| case.lang, options.quick, 6);
         for (idx, case) in regex.iter().enumerate() {
-            let result = regex_case(&mut server, case)?;
+            let result = regex_case(&mut server, case)
+                .unwrap_or_else(|error| harness_failed("regex", case.lang, &case.id, error));
             log(&format!("regex {}/{}: {} → {}", idx + 1, regex.len(), case.description, verdict(&result)));
             run.results.push(result);
         }
@@ -143,6 +150,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
 
 fn verdict(result: &CaseResult) -> String {
     let word = match (result.crash_or_timeout, result.offered, result.correct) {
+        _ if result.harness_error => "HARNESS ERROR",
         (true, _, _) => "CRASH/TIMEOUT",
         (_, false, _) => "not offered",
         (_, true, true) => "correct",
@@ -218,9 +226,18 @@ fn outcome(task: &str, lang: Lang, id: &str) -> CaseResult {
         verified: false,
         correct: false,
         crash_or_timeout: false,
+        harness_error: false,
         ms: 0,
         note: String::new(),
     }
+}
+
+/// A case the harness could not finish: recorded as such, the run goes on.
+fn harness_failed(task: &str, lang: Lang, id: &str, error: anyhow::Error) -> CaseResult {
+    let mut result = outcome(task, lang, id);
+    result.harness_error = true;
+    result.note = format!("harness error: {error:#}");
+    result
 }
 
 /// Runs `command` on `text` open at `path`; the applied edit's files, or the outcome when nothing came.
