@@ -171,6 +171,10 @@ fn ghost_lines_and_edits_are_scored_right() {
     drive::apply_edit(&edit, &mut files).unwrap();
     assert_eq!(files["file:///a.ts"], "const é = 3;\nlet b = 2;\n");
     assert_eq!(files["file:///a.test.ts"], "test");
+    assert_eq!(
+        drive::uri_path("file:///t/tanstack%2Bquery-core/a%20b.ts"),
+        std::path::PathBuf::from("/t/tanstack+query-core/a b.ts")
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! cases, drives `spark-lsp` over stdio with each model and scores every answer independently; writes
 //! `target/eval/report.md`, `report.json` and `report.png`.
 //!
-//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models]
+//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] [--only ID,...]
+//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix.)
 
 use std::path::PathBuf;
 
@@ -20,6 +21,7 @@ fn main() -> Result<()> {
     let mut quick = false;
     let mut tasks: Vec<String> = run::TASKS.iter().map(|task| (*task).to_owned()).collect();
     let mut models: Vec<Option<PathBuf>> = Vec::new();
+    let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -31,6 +33,7 @@ fn main() -> Result<()> {
                     bail!("unknown task {unknown:?} (known: {})", run::TASKS.join(","));
                 }
             }
+            "--only" => only.extend(args.next().context("--only needs case ids")?.split(',').map(str::to_owned)),
             "--model" => models.push(Some(PathBuf::from(args.next().context("--model needs a path")?))),
             "--all-models" => {
                 let dir = model_dir().context("no model directory (SPARK_MODEL_DIR, XDG_DATA_HOME or HOME)")?;
@@ -72,22 +75,28 @@ fn main() -> Result<()> {
             .and_then(|path| path.file_stem())
             .map(|stem| stem.to_string_lossy().into_owned())
             .unwrap_or_else(|| "default model".into());
-        let options = run::Options { quick, tasks: tasks.clone(), model: model.clone(), label };
+        let options = run::Options { quick, tasks: tasks.clone(), model: model.clone(), label, only: only.clone() };
         runs.push(run::run(&cases, &packages, &options, &mut log)?);
     }
     let out = eval::eval_dir();
+    // Each kind of run keeps its own files: a quick or partial run does not overwrite the full report.
+    let stem = match (quick, only.is_empty()) {
+        (_, false) => "report-only",
+        (true, _) => "report-quick",
+        _ => "report",
+    };
     let mut markdown =
         format!("## spark-eval{} ({} s)\n\n", if quick { " --quick" } else { "" }, started.elapsed().as_secs());
     for run in &runs {
         markdown.push_str(&report::markdown(run));
     }
     println!("{markdown}");
-    std::fs::write(out.join("report.md"), &markdown)?;
+    std::fs::write(out.join(format!("{stem}.md")), &markdown)?;
     let json: Vec<_> = runs.iter().map(report::to_json).collect();
-    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&json)?)?;
-    if let Err(error) = report::plot(&runs, &out.join("report.png")) {
+    std::fs::write(out.join(format!("{stem}.json")), serde_json::to_string_pretty(&json)?)?;
+    if let Err(error) = report::plot(&runs, &out.join(format!("{stem}.png"))) {
         eprintln!("no plot: {error:#}");
     }
-    eprintln!("wrote {}/report.{{md,json,png}}", out.display());
+    eprintln!("wrote {}/{stem}.{{md,json,png}}", out.display());
     Ok(())
 }

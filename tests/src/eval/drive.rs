@@ -164,6 +164,27 @@ pub fn file_uri(path: &Path) -> String {
     format!("file://{}", path.display())
 }
 
+/// The path of a `file://` uri, percent-decoded (the server may encode `+`, `@` and the like).
+pub fn uri_path(uri: &str) -> PathBuf {
+    let encoded = uri.strip_prefix("file://").unwrap_or(uri).as_bytes();
+    let mut bytes = Vec::with_capacity(encoded.len());
+    let mut idx = 0;
+    while idx < encoded.len() {
+        let hex = encoded.get(idx + 1..idx + 3).and_then(|hex| std::str::from_utf8(hex).ok());
+        match (encoded[idx], hex.and_then(|hex| u8::from_str_radix(hex, 16).ok())) {
+            (b'%', Some(byte)) => {
+                bytes.push(byte);
+                idx += 3;
+            }
+            (byte, _) => {
+                bytes.push(byte);
+                idx += 1;
+            }
+        }
+    }
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Byte offset of an LSP position (UTF-16 columns) in `text`.
 pub fn offset(text: &str, line: u32, character: u32) -> usize {
     let mut at = 0;
@@ -196,7 +217,8 @@ pub fn position(text: &str, at: usize) -> (u32, u32) {
 pub fn apply_edit(edit: &Value, files: &mut HashMap<String, String>) -> Result<Vec<String>> {
     let mut touched = Vec::new();
     let mut apply = |uri: &str, edits: &[Value], files: &mut HashMap<String, String>| -> Result<()> {
-        let text = files.entry(uri.to_owned()).or_default();
+        let uri = file_uri(&uri_path(uri));
+        let text = files.entry(uri.clone()).or_default();
         let mut ranges: Vec<(usize, usize, String)> = edits
             .iter()
             .map(|edit| {
@@ -218,14 +240,14 @@ pub fn apply_edit(edit: &Value, files: &mut HashMap<String, String>) -> Result<V
             }
             text.replace_range(start..end, &new_text);
         }
-        touched.push(uri.to_owned());
+        touched.push(uri);
         Ok(())
     };
     if let Some(operations) = edit["documentChanges"].as_array() {
         for operation in operations {
             if operation["kind"] == "create" {
                 let uri = operation["uri"].as_str().unwrap_or("");
-                files.entry(uri.to_owned()).or_default();
+                files.entry(file_uri(&uri_path(uri))).or_default();
                 continue;
             }
             let uri = operation["textDocument"]["uri"].as_str().context("an edit without a uri")?;

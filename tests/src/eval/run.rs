@@ -19,6 +19,8 @@ pub struct Options {
     pub tasks: Vec<String>,
     pub model: Option<PathBuf>,
     pub label: String,
+    /// Only these case ids (empty: all).
+    pub only: Vec<String>,
 }
 
 /// One task case: what Spark did and what the independent check said.
@@ -81,13 +83,30 @@ fn slice<T: Clone>(items: &[T], quick: bool, keep: usize) -> Vec<T> {
     (0..keep).map(|idx| items[((idx as f64 + 0.5) * step) as usize].clone()).collect()
 }
 
-fn by_lang<T: Clone>(items: &[T], lang_of: impl Fn(&T) -> Lang, quick: bool, keep: usize) -> Vec<T> {
+fn by_lang<T: Clone + HasId>(items: &[T], lang_of: impl Fn(&T) -> Lang, quick: bool, keep: usize) -> Vec<T> {
     let mut out = Vec::new();
     for lang in [Lang::Rust, Lang::Ts] {
         let in_lang: Vec<T> = items.iter().filter(|item| lang_of(item) == lang).cloned().collect();
         out.extend(slice(&in_lang, quick, keep));
     }
     out
+}
+
+/// Case ids, for `--only`.
+pub trait HasId {
+    fn id(&self) -> &str;
+}
+
+macro_rules! has_id {
+    ($($kind:ty),*) => {$(impl HasId for $kind { fn id(&self) -> &str { &self.id } })*};
+}
+has_id!(GhostCase, FixCase, TestsCase, RegexCase);
+
+fn only<T: HasId + Clone>(items: Vec<T>, ids: &[String]) -> Vec<T> {
+    if ids.is_empty() {
+        return items;
+    }
+    items.into_iter().filter(|item| ids.iter().any(|id| id == item.id())).collect()
 }
 
 pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn FnMut(&str)) -> Result<Run> {
@@ -106,7 +125,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
     let scratches: HashMap<String, Scratch> =
         packages.iter().map(|package| Ok((package.name.clone(), Scratch::new(package)?))).collect::<Result<_>>()?;
     if wants("ghost") {
-        let ghost = by_lang(&cases.ghost, |case| case.lang, options.quick, 4);
+        let ghost = only(by_lang(&cases.ghost, |case| case.lang, options.quick, 4), &options.only);
         for (idx, case) in ghost.iter().enumerate() {
             log(&format!("ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
             if let Err(error) = ghost_case(&mut server, package(&case.package)?, case, &mut run) {
@@ -115,7 +134,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
         }
     }
     if wants("fix") {
-        let fix = by_lang(&cases.fix, |case| case.lang, options.quick, 6);
+        let fix = only(by_lang(&cases.fix, |case| case.lang, options.quick, 6), &options.only);
         for (idx, case) in fix.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = fix_case(&mut server, scratch, case)
@@ -125,7 +144,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
         }
     }
     if wants("tests") {
-        let tests = by_lang(&cases.tests, |case| case.lang, options.quick, 4);
+        let tests = only(by_lang(&cases.tests, |case| case.lang, options.quick, 4), &options.only);
         for (idx, case) in tests.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = tests_case(&mut server, scratch, case)
@@ -135,7 +154,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
         }
     }
     if wants("regex") {
-        let regex = by_lang(&cases.regex, |case| case.lang, options.quick, 6);
+        let regex = only(by_lang(&cases.regex, |case| case.lang, options.quick, 6), &options.only);
         for (idx, case) in regex.iter().enumerate() {
             let result = regex_case(&mut server, case)
                 .unwrap_or_else(|error| harness_failed("regex", case.lang, &case.id, error));
@@ -352,9 +371,10 @@ fn tests_case(server: &mut Server, scratch: &Scratch, case: &TestsCase) -> Resul
             match created {
                 None => Err("no test file was written".to_owned()),
                 Some((test_uri, test_text)) => {
-                    let test_path = test_uri.trim_start_matches("file://");
-                    let relative =
-                        Path::new(test_path).strip_prefix(&scratch.dir).context("a test file in the scratch copy")?;
+                    let test_path = drive::uri_path(test_uri);
+                    let relative = test_path.strip_prefix(&scratch.dir).with_context(|| {
+                        format!("{} is not in the scratch copy {}", test_path.display(), scratch.dir.display())
+                    })?;
                     let relative = relative.to_string_lossy().into_owned();
                     check::tests_are_correct(scratch, &case.file, &module, &mutants, &[], Some((&relative, test_text)))?
                 }
