@@ -261,3 +261,51 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
     assert_eq!(test(good), Ok(()));
     assert!(test("assert.ok(typeof compose === \"function\");").is_err(), "asserts nothing the mutants change");
 }
+
+#[test]
+fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
+    use spark_tests::eval::report;
+    use spark_tests::eval::run::{CaseResult, Keystroke, Run, Span};
+    let case = |id: &str, offered: bool, correct: bool, crash: bool| CaseResult {
+        task: "fix".into(),
+        lang: Lang::Rust,
+        id: id.into(),
+        offered,
+        verified: offered,
+        correct,
+        crash_or_timeout: crash,
+        harness_error: false,
+        ms: 100,
+        note: String::new(),
+    };
+    let keystroke = |shown: &str, correct: bool| Keystroke {
+        lang: Lang::Ts,
+        case: "g".into(),
+        ms: 50,
+        shown: shown.into(),
+        correct,
+        breaks_parse: !correct && !shown.is_empty(),
+        crash_or_timeout: false,
+    };
+    let run = Run {
+        label: "self-test".into(),
+        model: "none".into(),
+        results: vec![case("a", true, true, false), case("b", true, false, false), case("c", false, false, true)],
+        keystrokes: vec![keystroke("", false), keystroke("x(", false), keystroke("foo();", true)],
+        spans: vec![Span { lang: Lang::Ts, case: "g".into(), chars: 10, supplied: 6 }],
+        wall_s: 1.0,
+    };
+    let rows = report::task_rows(&run);
+    assert_eq!((rows[0].offered, rows[0].correct, rows[0].offered_but_wrong, rows[0].crash_or_timeout), (2, 1, 1, 1));
+    let ghost = report::ghost_rows(&run);
+    assert_eq!(
+        (ghost[0].shown, ghost[0].correct_first_line, ghost[0].shown_wrong, ghost[0].breaks_parse),
+        (2, 1, 1, 1)
+    );
+    let markdown = report::markdown(&run);
+    assert!(markdown.contains("offered but wrong") && markdown.contains("| fix | rust | 3 |"), "{markdown}");
+    let png = std::env::temp_dir().join(format!("spark-eval-self-test-{}.png", std::process::id()));
+    report::plot(&[run], &png).unwrap();
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    let _ = std::fs::copy(&png, spark_tests::workspace_root().join("target/eval-self-test.png"));
+}

@@ -106,6 +106,9 @@ impl Server {
             Ok(response) => response,
             Err(error) => return Ok(self.lost(error.to_string()).map(|_| String::new())),
         };
+        if std::env::var_os("SPARK_EVAL_DEBUG").is_some() {
+            eprintln!("inlineCompletion {line}:{character} → {response}");
+        }
         if response.get("error").is_some() {
             return Ok(Answer::Got(String::new()));
         }
