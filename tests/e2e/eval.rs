@@ -15,6 +15,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A scratch copy of its own: `make eval` may be running at the same time.
+fn scratch_copy(package: &Package) -> Result<Scratch, anyhow::Error> {
+    Scratch::new_in(package, &spark_tests::eval::eval_dir().join("self-test-scratch"))
+}
+
 fn packages() -> Vec<Package> {
     corpus::prepare().expect("fetching the eval corpus (cargo vendor, npm pack) and installing tsc")
 }
@@ -182,7 +187,7 @@ fn a_right_and_a_wrong_fix_are_scored_right_by_cargo_and_tsc() {
     let _serial = serial();
     for (name, file) in [("strsim", "src/lib.rs"), ("redux", "src/compose.ts")] {
         let package = package(name);
-        let scratch = Scratch::new(&package).unwrap();
+        let scratch = scratch_copy(&package).unwrap();
         let original = package.read(file).unwrap();
         let function = cases::function_ranges(package.lang, &original).into_iter().next().expect("a function");
         // Break it: the body's first `(` opens a call or condition; drop the `)` that closes it.
@@ -206,7 +211,7 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
     let _serial = serial();
     // Rust: strsim's osa_distance against its mutants.
     let strsim = package("strsim");
-    let scratch = Scratch::new(&strsim).unwrap();
+    let scratch = scratch_copy(&strsim).unwrap();
     let text = cases::without_test_modules(Lang::Rust, &strsim.read("src/lib.rs").unwrap());
     let start = text.find("pub fn osa_distance").unwrap();
     let end = start + text[start..].find("\n}\n").unwrap() + 2;
@@ -234,7 +239,7 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
 
     // TypeScript: redux's compose, with node:test.
     let redux = package("redux");
-    let scratch = Scratch::new(&redux).unwrap();
+    let scratch = scratch_copy(&redux).unwrap();
     let module = redux.read("src/compose.ts").unwrap();
     let start = module.find("export default function compose(...funcs").unwrap();
     let mutants: Vec<String> = cases::mutation_sites(Lang::Ts, &module, start..module.len())

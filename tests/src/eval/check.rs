@@ -45,7 +45,12 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(180);
 impl Scratch {
     /// A fresh copy of the package's sources (build artefacts kept) with a manifest of our own.
     pub fn new(package: &Package) -> Result<Scratch> {
-        let dir = eval_dir().join("scratch").join(package.lang.name()).join(package.slug());
+        Scratch::new_in(package, &eval_dir().join("scratch"))
+    }
+
+    /// The same under another root (the self-test's own, so it never races a running evaluation).
+    pub fn new_in(package: &Package, root: &Path) -> Result<Scratch> {
+        let dir = root.join(package.lang.name()).join(package.slug());
         let _ = std::fs::remove_dir_all(dir.join("src"));
         let _ = std::fs::remove_dir_all(dir.join("out"));
         std::fs::create_dir_all(&dir)?;
@@ -162,7 +167,8 @@ impl Scratch {
             .args(["--offline", "--quiet", "--manifest-path"])
             .arg(self.dir.join("Cargo.toml"))
             .args(args.iter().skip(2))
-            .env("CARGO_TARGET_DIR", eval_dir().join("scratch/cargo-target"))
+            // Under the scratch root (…/rust/<crate> → …/cargo-target), shared by its crates.
+            .env("CARGO_TARGET_DIR", self.dir.join("../../cargo-target"))
             .env_remove("RUSTFLAGS")
             .env("CARGO_TERM_COLOR", "never");
         run_with_timeout(&mut command, CHECK_TIMEOUT)
