@@ -53,8 +53,12 @@ bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
 	$(CARGO) run --release -p spark-tests --bin remote-bench
 
+# The execution-checked evaluation (docs/eval.md): about 35 minutes on 2 busy cores for the default model (the task budget, 12 s a case, dominates).
+# EVAL_ARGS: --quick, --tasks ghost,fix,tests,regex, --model PATH (repeatable), --all-models.
+EVAL_ARGS ?=
 eval: deps model build
-	$(CARGO) run --release -p spark-tests --bin spark-eval
+	@bash scripts/install-eval-tools.sh
+	$(CARGO) run --release -p spark-tests --bin spark-eval -- $(EVAL_ARGS)
 
 remote-bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin remote-bench

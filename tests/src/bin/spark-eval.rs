@@ -1,18 +1,102 @@
-//! `make eval`: every task on every case of `tests/eval/` with the default model (and with `SPARK_EVAL_MODEL`
-//! when it names another GGUF), as a table; also written to target/bench/eval.md.
+//! `make eval`: the execution-checked evaluation (issue 11). Fetches the pinned corpus, draws (or loads) the
+//! cases, drives `spark-lsp` over stdio with each model and scores every answer independently; writes
+//! `target/eval/report.md`, `report.json` and `report.png`.
+//!
+//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] [--only ID,...]
+//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix.)
 
 use std::path::PathBuf;
 
-fn main() {
-    let mut report = spark_tests::eval::table("default model", &spark_tests::eval::run_corpus(None));
-    if let Some(model) = std::env::var_os("SPARK_EVAL_MODEL").filter(|value| !value.is_empty()) {
-        let model = PathBuf::from(model);
-        let label = format!("SPARK_EVAL_MODEL={}", model.display());
-        report.push('\n');
-        report.push_str(&spark_tests::eval::table(&label, &spark_tests::eval::run_corpus(Some(&model))));
+use anyhow::{bail, Context, Result};
+use spark_tests::eval::{self, cases, corpus, report, run};
+
+fn model_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("SPARK_MODEL_DIR").filter(|value| !value.is_empty()) {
+        return Some(PathBuf::from(dir));
     }
-    println!("{report}");
-    let out = spark_tests::workspace_root().join("target/bench");
-    let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(out.join("eval.md"), &report);
+    spark_engine::default_model_path()?.parent().map(PathBuf::from)
+}
+
+fn main() -> Result<()> {
+    let mut quick = false;
+    let mut tasks: Vec<String> = run::TASKS.iter().map(|task| (*task).to_owned()).collect();
+    let mut models: Vec<Option<PathBuf>> = Vec::new();
+    let mut only: Vec<String> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--tasks" => {
+                let list = args.next().context("--tasks needs a list, e.g. ghost,fix")?;
+                tasks = list.split(',').map(|task| task.trim().to_owned()).collect();
+                if let Some(unknown) = tasks.iter().find(|task| !run::TASKS.contains(&task.as_str())) {
+                    bail!("unknown task {unknown:?} (known: {})", run::TASKS.join(","));
+                }
+            }
+            "--only" => only.extend(args.next().context("--only needs case ids")?.split(',').map(str::to_owned)),
+            "--model" => models.push(Some(PathBuf::from(args.next().context("--model needs a path")?))),
+            "--all-models" => {
+                let dir = model_dir().context("no model directory (SPARK_MODEL_DIR, XDG_DATA_HOME or HOME)")?;
+                let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .with_context(|| format!("reading {}", dir.display()))?
+                    .flatten()
+                    .map(|entry| entry.path())
+                    .filter(|path| path.extension().is_some_and(|ext| ext == "gguf"))
+                    .collect();
+                found.sort();
+                models.extend(found.into_iter().map(Some));
+            }
+            "-h" | "--help" => {
+                println!("spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models]");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    if models.is_empty() {
+        models.push(None);
+    }
+    let started = std::time::Instant::now();
+    let mut log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    let packages = corpus::prepare()?;
+    let cases = cases::load_or_generate(&packages, &mut log)?;
+    log(&format!(
+        "cases: {} ghost spans ({} keystroke positions), {} fix, {} tests, {} regex",
+        cases.ghost.len(),
+        cases.ghost.iter().map(|case| case.span.len()).sum::<usize>(),
+        cases.fix.len(),
+        cases.tests.len(),
+        cases.regex.len()
+    ));
+    let mut runs = Vec::new();
+    for model in &models {
+        let label = model
+            .as_ref()
+            .and_then(|path| path.file_stem())
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "default model".into());
+        let options = run::Options { quick, tasks: tasks.clone(), model: model.clone(), label, only: only.clone() };
+        runs.push(run::run(&cases, &packages, &options, &mut log)?);
+    }
+    let out = eval::eval_dir();
+    // Each kind of run keeps its own files: a quick or partial run does not overwrite the full report.
+    let stem = match (quick, only.is_empty()) {
+        (_, false) => "report-only",
+        (true, _) => "report-quick",
+        _ => "report",
+    };
+    let mut markdown =
+        format!("## spark-eval{} ({} s)\n\n", if quick { " --quick" } else { "" }, started.elapsed().as_secs());
+    for run in &runs {
+        markdown.push_str(&report::markdown(run));
+    }
+    println!("{markdown}");
+    std::fs::write(out.join(format!("{stem}.md")), &markdown)?;
+    let json: Vec<_> = runs.iter().map(report::to_json).collect();
+    std::fs::write(out.join(format!("{stem}.json")), serde_json::to_string_pretty(&json)?)?;
+    if let Err(error) = report::plot(&runs, &out.join(format!("{stem}.png"))) {
+        eprintln!("no plot: {error:#}");
+    }
+    eprintln!("wrote {}/{stem}.{{md,json,png}}", out.display());
+    Ok(())
 }

@@ -1,4 +1,0 @@
-export function discount(price: number, rate: number): number {
-  const cut = price * $0;
-  return price - cut;
-}

@@ -1,4 +1,0 @@
-pub fn greet(name: &str) -> String {
-    let message = format!("hello, {}", name;$0
-    message
-}

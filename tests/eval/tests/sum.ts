@@ -1,3 +1,0 @@
-export function sum(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0);$0
-}

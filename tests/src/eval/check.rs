@@ -1,0 +1,430 @@
+//! The independent checks. Nothing here asks Spark: a scratch copy of each crate or package is type-checked by
+//! the real compiler (`cargo check`, `tsc --noEmit`), generated tests are compiled and run by `cargo test` /
+//! `tsc` + `node --test` against the original function and its mutants, and patterns are matched by Python's
+//! `re` (the rust dialect) or node's `RegExp` (TypeScript).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use super::corpus::{self, Lang, Package};
+use super::eval_dir;
+
+/// One compiler error: where (0-based line and column) and the compiler's own message.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Diag {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    pub end_line: u32,
+    pub end_col: u32,
+    pub message: String,
+}
+
+/// What running generated tests gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestRun {
+    /// The tests (or the code under test) do not compile.
+    CompileError(String),
+    /// Ran: how many passed and failed (a time-out counts as a failure).
+    Ran { passed: usize, failed: usize },
+}
+
+/// A scratch copy of one package where files are swapped in, checked and restored. The build directory is
+/// kept, so a second check only recompiles what changed.
+pub struct Scratch {
+    pub package: Package,
+    pub dir: PathBuf,
+}
+
+const CHECK_TIMEOUT: Duration = Duration::from_secs(180);
+
+impl Scratch {
+    /// A fresh copy of the package's sources (build artefacts kept) with a manifest of our own.
+    pub fn new(package: &Package) -> Result<Scratch> {
+        Scratch::new_in(package, &eval_dir().join("scratch"))
+    }
+
+    /// The same under another root (the self-test's own, so it never races a running evaluation).
+    pub fn new_in(package: &Package, root: &Path) -> Result<Scratch> {
+        let dir = root.join(package.lang.name()).join(package.slug());
+        let _ = std::fs::remove_dir_all(dir.join("src"));
+        let _ = std::fs::remove_dir_all(dir.join("out"));
+        std::fs::create_dir_all(&dir)?;
+        copy_tree(&package.dir().join("src"), &dir.join("src"))?;
+        match package.lang {
+            Lang::Rust => std::fs::write(dir.join("Cargo.toml"), scratch_cargo_toml(package)?)?,
+            Lang::Ts => {
+                // No test framework in package.json: Spark writes node:test tests, which node runs as they are.
+                std::fs::write(dir.join("package.json"), "{\"name\": \"spark-eval-scratch\", \"private\": true}\n")?;
+                let base = json!({
+                    "compilerOptions": {
+                        "target": "ES2022", "module": "commonjs", "moduleResolution": "node", "strict": true,
+                        "esModuleInterop": true, "skipLibCheck": true, "lib": ["ES2022", "DOM", "DOM.Iterable"],
+                        "types": ["node"], "typeRoots": [corpus::types_dir()], "noEmit": true, "rootDir": "."
+                    }
+                });
+                std::fs::write(dir.join("tsconfig.base.json"), serde_json::to_string_pretty(&base)?)?;
+            }
+        }
+        Ok(Scratch { package: package.clone(), dir })
+    }
+
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    /// The compiler's errors with `files` swapped in (all errors of the crate; for TypeScript those of the
+    /// given files and what they import). The originals are restored afterwards.
+    pub fn check(&self, files: &[(&str, &str)]) -> Result<Vec<Diag>> {
+        let _restore = self.swap_in(files)?;
+        match self.package.lang {
+            Lang::Rust => {
+                let output = self.cargo(&["check", "--lib", "--message-format=json"])?;
+                Ok(rust_errors(&String::from_utf8_lossy(&output.stdout)))
+            }
+            Lang::Ts => {
+                let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
+                self.tsc(&names, None).map(|(errors, _)| errors)
+            }
+        }
+    }
+
+    /// The errors of every source file at once (the baseline: which files compile cleanly as they are).
+    pub fn baseline(&self) -> Result<Vec<Diag>> {
+        match self.package.lang {
+            Lang::Rust => self.check(&[]),
+            Lang::Ts => {
+                let sources = self.package.sources();
+                let names: Vec<&str> = sources.iter().map(String::as_str).collect();
+                self.tsc(&names, None).map(|(errors, _)| errors)
+            }
+        }
+    }
+
+    /// Compiles and runs `test_names` (Rust test functions) or the test file `test_file` (TypeScript) with
+    /// `files` swapped in.
+    pub fn run_tests(&self, files: &[(&str, &str)], test_names: &[String], test_file: Option<&str>) -> Result<TestRun> {
+        let _restore = self.swap_in(files)?;
+        match self.package.lang {
+            Lang::Rust => {
+                let mut args = vec!["test", "--lib", "--", "--test-threads=2"];
+                args.extend(test_names.iter().map(String::as_str));
+                let output = self.cargo(&args)?;
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                let Some(result) = stdout.lines().rev().find(|line| line.starts_with("test result:")) else {
+                    if output.status.code() == Some(124) {
+                        return Ok(TestRun::Ran { passed: 0, failed: 1 });
+                    }
+                    let stderr = String::from_utf8_lossy(&output.stderr);
+                    let error = stderr.lines().find(|line| line.starts_with("error")).unwrap_or("does not compile");
+                    return Ok(TestRun::CompileError(error.to_owned()));
+                };
+                let count = |word: &str| {
+                    result
+                        .split(';')
+                        .find(|part| part.trim_end().ends_with(word))
+                        .and_then(|part| part.split_whitespace().rev().nth(1)?.parse::<usize>().ok())
+                        .unwrap_or(0)
+                };
+                Ok(TestRun::Ran { passed: count("passed"), failed: count("failed") })
+            }
+            Lang::Ts => {
+                let test_file = test_file.context("a TypeScript test file")?;
+                let _ = std::fs::remove_dir_all(self.dir.join("out"));
+                let (errors, _) = self.tsc(&[test_file], Some("out"))?;
+                if let Some(error) = errors.first() {
+                    return Ok(TestRun::CompileError(format!("{}:{}: {}", error.file, error.line + 1, error.message)));
+                }
+                let js = self.dir.join("out").join(Path::new(test_file).with_extension("js"));
+                let output = run_with_timeout(
+                    Command::new("node").args(["--test", "--test-reporter=tap"]).arg(&js).current_dir(&self.dir),
+                    Duration::from_secs(60),
+                )?;
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                let count = |prefix: &str| {
+                    stdout
+                        .lines()
+                        .find_map(|line| line.strip_prefix(prefix).and_then(|rest| rest.trim().parse::<usize>().ok()))
+                        .unwrap_or(0)
+                };
+                let (passed, mut failed) = (count("# pass "), count("# fail "));
+                if output.status.code() == Some(124) || (passed == 0 && failed == 0 && !output.status.success()) {
+                    failed += 1;
+                }
+                Ok(TestRun::Ran { passed, failed })
+            }
+        }
+    }
+
+    fn cargo(&self, args: &[&str]) -> Result<std::process::Output> {
+        let mut command = Command::new("cargo");
+        command
+            .args(args.iter().take(2))
+            .args(["--offline", "--quiet", "--manifest-path"])
+            .arg(self.dir.join("Cargo.toml"))
+            .args(args.iter().skip(2))
+            // Under the scratch root (…/rust/<crate> → …/cargo-target), shared by its crates.
+            .env("CARGO_TARGET_DIR", self.dir.join("../../cargo-target"))
+            .env_remove("RUSTFLAGS")
+            .env("CARGO_TERM_COLOR", "never");
+        run_with_timeout(&mut command, CHECK_TIMEOUT)
+    }
+
+    /// `tsc` over `files` (with what they import): errors, and whether it ran. `out_dir` emits JavaScript.
+    fn tsc(&self, files: &[&str], out_dir: Option<&str>) -> Result<(Vec<Diag>, bool)> {
+        let mut options = json!({});
+        if let Some(out_dir) = out_dir {
+            options = json!({"noEmit": false, "outDir": out_dir});
+        }
+        let config = json!({"extends": "./tsconfig.base.json", "compilerOptions": options, "files": files});
+        std::fs::write(self.dir.join("tsconfig.check.json"), serde_json::to_string(&config)?)?;
+        let output = run_with_timeout(
+            Command::new("node")
+                .arg(corpus::tsc())
+                .args(["-p", "tsconfig.check.json", "--pretty", "false"])
+                .current_dir(&self.dir),
+            CHECK_TIMEOUT,
+        )?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        Ok((ts_errors(&stdout), output.status.code() != Some(124)))
+    }
+
+    fn swap_in(&self, files: &[(&str, &str)]) -> Result<Restore> {
+        let mut restore = Restore { entries: Vec::new() };
+        for (name, text) in files {
+            let path = self.dir.join(name);
+            let original = std::fs::read_to_string(&path).ok();
+            restore.entries.push((path.clone(), original));
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(restore)
+    }
+}
+
+/// Puts swapped files back (or removes files that did not exist) when dropped.
+struct Restore {
+    entries: Vec<(PathBuf, Option<String>)>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        for (path, original) in self.entries.drain(..).rev() {
+            match original {
+                Some(text) => {
+                    let _ = std::fs::write(&path, text);
+                }
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// A manifest of our own for the scratch crate: name, version, edition, the features that need no
+/// dependency (defaults on), no dependencies at all, its own workspace.
+fn scratch_cargo_toml(package: &Package) -> Result<String> {
+    let original: toml_edit::DocumentMut = std::fs::read_to_string(package.dir().join("Cargo.toml"))?.parse()?;
+    let edition = original["package"].get("edition").and_then(|item| item.as_str()).unwrap_or("2015").to_owned();
+    let mut features = String::new();
+    if let Some(table) = original.get("features").and_then(|item| item.as_table()) {
+        for (name, value) in table.iter() {
+            let members: Vec<String> = value
+                .as_array()
+                .map(|array| {
+                    array
+                        .iter()
+                        .filter_map(|member| member.as_str())
+                        .filter(|member| table.contains_key(member))
+                        .map(|member| format!("\"{member}\""))
+                        .collect()
+                })
+                .unwrap_or_default();
+            features.push_str(&format!("{name} = [{}]\n", members.join(", ")));
+        }
+    }
+    Ok(format!(
+        "[package]\nname = \"{}\"\nversion = \"{}\"\nedition = \"{edition}\"\n\n[lib]\npath = \"src/lib.rs\"\n\n[features]\n{features}\n[workspace]\n\n[lints.rust]\nunexpected_cfgs = \"allow\"\n",
+        package.name, package.version
+    ))
+}
+
+fn rust_errors(stdout: &str) -> Vec<Diag> {
+    let mut errors = Vec::new();
+    for line in stdout.lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else { continue };
+        if message["reason"] != "compiler-message" || message["message"]["level"] != "error" {
+            continue;
+        }
+        let spans = message["message"]["spans"].as_array().cloned().unwrap_or_default();
+        let Some(span) = spans.iter().find(|span| span["is_primary"] == true).or(spans.first()) else { continue };
+        let number = |key: &str| span[key].as_u64().unwrap_or(1).saturating_sub(1) as u32;
+        errors.push(Diag {
+            file: span["file_name"].as_str().unwrap_or("").to_owned(),
+            line: number("line_start"),
+            col: number("column_start"),
+            end_line: number("line_end"),
+            end_col: number("column_end"),
+            message: message["message"]["message"].as_str().unwrap_or("").to_owned(),
+        });
+    }
+    errors
+}
+
+fn ts_errors(stdout: &str) -> Vec<Diag> {
+    let mut errors = Vec::new();
+    for line in stdout.lines() {
+        // src/utils.ts(12,5): error TS2304: Cannot find name 'x'.
+        let Some((location, rest)) = line.split_once("): error ") else { continue };
+        let Some((file, position)) = location.rsplit_once('(') else { continue };
+        let mut numbers = position.split(',').map(|n| n.trim().parse::<u32>().unwrap_or(1).saturating_sub(1));
+        let (line_no, col) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+        let message = rest.split_once(": ").map(|(code, message)| format!("{code}: {message}")).unwrap_or(rest.into());
+        errors.push(Diag { file: file.to_owned(), line: line_no, col, end_line: line_no, end_col: col + 1, message });
+    }
+    errors
+}
+
+/// Runs a command with a time limit (`timeout` from coreutils: the exit code is 124 when it fired).
+pub fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<std::process::Output> {
+    let program = command.get_program().to_owned();
+    let mut wrapped = Command::new("timeout");
+    wrapped.arg("-k").arg("5").arg(format!("{}", limit.as_secs())).arg(&program).args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped.stdin(Stdio::null()).output().with_context(|| format!("running {}", program.to_string_lossy()))
+}
+
+/// The verdict on a fix: correct when the compiler accepts the fixed file (no error anywhere it reports) and so
+/// the diagnostic it was asked to fix is gone.
+pub fn fix_is_correct(scratch: &Scratch, file: &str, fixed: &str, asked: &Diag) -> Result<Result<(), String>> {
+    let errors = scratch.check(&[(file, fixed)])?;
+    if errors.iter().any(|error| error.message == asked.message && error.file == asked.file) {
+        return Ok(Err(format!("still: {}", asked.message)));
+    }
+    match errors.first() {
+        Some(error) => Ok(Err(format!("{}:{}: {}", error.file, error.line + 1, error.message))),
+        None => Ok(Ok(())),
+    }
+}
+
+/// The verdict on generated tests: they compile and pass against the original and at least one of them fails
+/// against a mutant.
+pub fn tests_are_correct(
+    scratch: &Scratch,
+    file: &str,
+    with_tests: &str,
+    mutants_with_tests: &[String],
+    test_names: &[String],
+    test_file: Option<(&str, &str)>,
+) -> Result<Result<(), String>> {
+    let mut files = vec![(file, with_tests)];
+    files.extend(test_file);
+    let test_path = test_file.map(|(path, _)| path);
+    match scratch.run_tests(&files, test_names, test_path)? {
+        TestRun::CompileError(error) => return Ok(Err(format!("does not compile: {error}"))),
+        TestRun::Ran { passed: 0, .. } => return Ok(Err("no test ran".into())),
+        TestRun::Ran { failed, .. } if failed > 0 => return Ok(Err(format!("{failed} fail on the original"))),
+        TestRun::Ran { .. } => {}
+    }
+    for mutant in mutants_with_tests {
+        let mut files = vec![(file, mutant.as_str())];
+        files.extend(test_file);
+        if let TestRun::Ran { failed, .. } = scratch.run_tests(&files, test_names, test_path)? {
+            if failed > 0 {
+                return Ok(Ok(()));
+            }
+        }
+    }
+    Ok(Err("pass against every mutant: they assert nothing the function does".into()))
+}
+
+/// The verdict on a pattern: an independent engine finds it in every held-back positive and in no held-back
+/// negative (search semantics, as the offered code uses it).
+pub fn regex_is_correct(
+    lang: Lang,
+    pattern: &str,
+    positives: &[String],
+    negatives: &[String],
+) -> Result<Result<(), String>> {
+    let input = json!({"pattern": pattern, "positives": positives, "negatives": negatives}).to_string();
+    let (program, script): (&str, &str) = match lang {
+        Lang::Rust => (
+            "python3",
+            "import json, re, sys\nq = json.load(sys.stdin)\ntry:\n    r = re.compile(q['pattern'])\nexcept re.error as e:\n    print(json.dumps({'error': str(e)})); sys.exit(0)\nprint(json.dumps({'missed': [s for s in q['positives'] if not r.search(s)], 'matched': [s for s in q['negatives'] if r.search(s)]}))\n",
+        ),
+        Lang::Ts => (
+            "node",
+            "const q = JSON.parse(require('fs').readFileSync(0, 'utf8'));\nlet r;\ntry { r = new RegExp(q.pattern); } catch (e) { console.log(JSON.stringify({error: String(e)})); process.exit(0); }\nconsole.log(JSON.stringify({missed: q.positives.filter(s => !r.test(s)), matched: q.negatives.filter(s => r.test(s))}));\n",
+        ),
+    };
+    let flag = if lang == Lang::Rust { "-c" } else { "-e" };
+    let mut child = Command::new(program)
+        .arg(flag)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {program}"))?;
+    std::io::Write::write_all(child.stdin.as_mut().context("stdin")?, input.as_bytes())?;
+    drop(child.stdin.take());
+    let output = child.wait_with_output()?;
+    let verdict: Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{program}: {}", String::from_utf8_lossy(&output.stderr)))?;
+    if let Some(error) = verdict["error"].as_str() {
+        return Ok(Err(format!("does not compile in {program}: {error}")));
+    }
+    let list = |key: &str| verdict[key].as_array().map(|items| items.len()).unwrap_or(0);
+    if list("missed") > 0 {
+        return Ok(Err(format!("misses {}", verdict["missed"])));
+    }
+    if list("matched") > 0 {
+        return Ok(Err(format!("matches {}", verdict["matched"])));
+    }
+    if !output.status.success() {
+        bail!("{program} failed");
+    }
+    Ok(Ok(()))
+}
+
+/// The first line of a ghost-text suggestion is correct when it is exactly what the file has next on that line.
+pub fn ghost_line_is_correct(rest_of_line: &str, suggestion: &str) -> bool {
+    let first = suggestion.split('\n').next().unwrap_or("");
+    !first.is_empty() && first.trim_end() == rest_of_line.trim_end()
+}
+
+/// Whether accepting `suggestion` at byte `at` leaves more syntax errors (tree-sitter) than the real file has.
+pub fn breaks_parse(lang: Lang, document: &str, at: usize, suggestion: &str, real_file: &str) -> bool {
+    let errors = |text: &str| {
+        let mut parser = lang.grammar().parser();
+        parser.parse(text, None).map(|tree| spark_grammars::syntax_errors(tree.root_node(), 1000).len()).unwrap_or(0)
+    };
+    let accepted = format!("{}{}{}", &document[..at], suggestion, &document[at..]);
+    errors(&accepted) > errors(real_file)
+}

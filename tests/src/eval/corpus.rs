@@ -1,0 +1,214 @@
+//! The corpus: pinned crates and npm packages from `tests/eval/corpus.toml`, fetched with the ordinary clients
+//! (`cargo vendor`, `npm pack`) into `target/eval/corpus/`, and the eval tools (`tsc`) installed by
+//! `scripts/install-eval-tools.sh` into `target/eval/tools/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::eval_dir;
+use crate::workspace_root;
+
+/// Names reserved for outside checking: never part of the corpus.
+pub const FORBIDDEN: [&str; 4] = ["semver", "smallvec", "petgraph", "zod"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    Rust,
+    Ts,
+}
+
+impl Lang {
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Ts => "ts",
+        }
+    }
+
+    pub fn grammar(self) -> spark_grammars::Lang {
+        match self {
+            Lang::Rust => spark_grammars::Lang::Rust,
+            Lang::Ts => spark_grammars::Lang::TypeScript,
+        }
+    }
+
+    pub fn language_id(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Ts => "typescript",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Package {
+    pub lang: Lang,
+    pub name: String,
+    pub version: String,
+    pub why: String,
+}
+
+impl Package {
+    /// The fetched sources.
+    pub fn dir(&self) -> PathBuf {
+        match self.lang {
+            Lang::Rust => eval_dir().join("corpus/crates").join(format!("{}-{}", self.name, self.version)),
+            Lang::Ts => eval_dir().join("corpus/npm").join(format!("{}-{}", self.slug(), self.version)),
+        }
+    }
+
+    /// The name as a path component (`@tanstack/query-core` → `tanstack+query-core`).
+    pub fn slug(&self) -> String {
+        self.name.trim_start_matches('@').replace('/', "+")
+    }
+
+    /// Source files (relative paths, sorted): `src/**/*.rs`, or `src/**/*.ts` without declarations and tests.
+    pub fn sources(&self) -> Vec<String> {
+        let mut files = Vec::new();
+        walk(&self.dir(), &self.dir().join("src"), &mut files);
+        files.retain(|file| match self.lang {
+            Lang::Rust => file.ends_with(".rs"),
+            Lang::Ts => {
+                file.ends_with(".ts") && !file.ends_with(".d.ts") && !file.contains(".test.") && !file.contains("test")
+            }
+        });
+        files.sort();
+        files
+    }
+
+    pub fn read(&self, file: &str) -> Result<String> {
+        std::fs::read_to_string(self.dir().join(file)).with_context(|| format!("reading {file} of {}", self.name))
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(root, &path, out);
+        } else if let Ok(relative) = path.strip_prefix(root) {
+            out.push(relative.to_string_lossy().into_owned());
+        }
+    }
+}
+
+pub fn manifest_text() -> Result<String> {
+    std::fs::read_to_string(workspace_root().join("tests/eval/corpus.toml")).context("reading tests/eval/corpus.toml")
+}
+
+/// The packages of `tests/eval/corpus.toml`.
+pub fn manifest() -> Result<Vec<Package>> {
+    let document: toml_edit::DocumentMut = manifest_text()?.parse().context("tests/eval/corpus.toml")?;
+    let mut packages = Vec::new();
+    for (key, lang) in [("crate", Lang::Rust), ("npm", Lang::Ts)] {
+        let Some(tables) = document.get(key).and_then(|item| item.as_array_of_tables()) else { continue };
+        for table in tables.iter() {
+            let field = |name: &str| {
+                table
+                    .get(name)
+                    .and_then(|item| item.as_str())
+                    .map(str::to_owned)
+                    .with_context(|| format!("{key}.{name}"))
+            };
+            let package = Package { lang, name: field("name")?, version: field("version")?, why: field("why")? };
+            if FORBIDDEN.iter().any(|forbidden| package.name == *forbidden) {
+                bail!("{} is reserved for outside checking and may not be in the corpus", package.name);
+            }
+            packages.push(package);
+        }
+    }
+    Ok(packages)
+}
+
+/// Fetches what is missing: crates with `cargo vendor`, packages with `npm pack`.
+pub fn fetch(packages: &[Package]) -> Result<()> {
+    let crates: Vec<&Package> = packages.iter().filter(|package| package.lang == Lang::Rust).collect();
+    if crates.iter().any(|package| !package.dir().join("Cargo.toml").exists()) {
+        let fetch = eval_dir().join("fetch");
+        std::fs::create_dir_all(&fetch)?;
+        let mut manifest = String::from(
+            "[package]\nname = \"spark-eval-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n\n[dependencies]\n",
+        );
+        for package in &crates {
+            manifest.push_str(&format!("{} = \"={}\"\n", package.name, package.version));
+        }
+        std::fs::write(fetch.join("Cargo.toml"), manifest)?;
+        std::fs::write(fetch.join("lib.rs"), "")?;
+        let out = eval_dir().join("corpus/crates");
+        let status = Command::new("cargo")
+            .args(["vendor", "--versioned-dirs", "--quiet", "--manifest-path"])
+            .arg(fetch.join("Cargo.toml"))
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("running cargo vendor")?;
+        if !status.success() {
+            bail!("cargo vendor failed for the eval corpus");
+        }
+    }
+    for package in packages.iter().filter(|package| package.lang == Lang::Ts) {
+        if package.dir().join("package.json").exists() {
+            continue;
+        }
+        let tarballs = eval_dir().join("corpus/npm-packs");
+        std::fs::create_dir_all(&tarballs)?;
+        let output = Command::new("npm")
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(&tarballs)
+            .arg(format!("{}@{}", package.name, package.version))
+            .output()
+            .context("running npm pack")?;
+        if !output.status.success() {
+            bail!("npm pack {}@{} failed: {}", package.name, package.version, String::from_utf8_lossy(&output.stderr));
+        }
+        let tarball = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("").trim().to_owned();
+        let dir = package.dir();
+        std::fs::create_dir_all(&dir)?;
+        let status = Command::new("tar")
+            .arg("xzf")
+            .arg(tarballs.join(&tarball))
+            .args(["--strip-components=1", "-C"])
+            .arg(&dir)
+            .status()?;
+        if !status.success() {
+            bail!("unpacking {tarball} failed");
+        }
+    }
+    Ok(())
+}
+
+/// The TypeScript compiler the checks run (installed on demand).
+pub fn tsc() -> PathBuf {
+    eval_dir().join("tools/node_modules/typescript/bin/tsc")
+}
+
+pub fn types_dir() -> PathBuf {
+    eval_dir().join("tools/node_modules/@types")
+}
+
+/// Installs the eval tools when they are missing (`scripts/install-eval-tools.sh`).
+pub fn ensure_tools() -> Result<()> {
+    if tsc().exists() {
+        return Ok(());
+    }
+    let status = Command::new("bash")
+        .arg(workspace_root().join("scripts/install-eval-tools.sh"))
+        .status()
+        .context("running scripts/install-eval-tools.sh")?;
+    if !status.success() || !tsc().exists() {
+        bail!("scripts/install-eval-tools.sh did not install tsc");
+    }
+    Ok(())
+}
+
+/// Manifest, fetch and tools in one go.
+pub fn prepare() -> Result<Vec<Package>> {
+    let packages = manifest()?;
+    fetch(&packages)?;
+    ensure_tools()?;
+    Ok(packages)
+}

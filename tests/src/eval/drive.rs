@@ -1,0 +1,272 @@
+//! Spark driven as an editor drives it: the real `spark-lsp` binary over stdio ([`crate::LspClient`]), ghost
+//! text replayed as typing (every keystroke waits for its answer), tasks run as `workspace/executeCommand`
+//! (`spark.fix`, `spark.generateTests`, `spark.generateRegex`) whose `workspace/applyEdit` the harness applies.
+//! A server that crashes or does not answer in time is recorded as such and started again.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::LspClient;
+
+pub const KEYSTROKE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const TASK_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A running server with one model.
+pub struct Server {
+    client: Option<LspClient>,
+    model: Option<PathBuf>,
+    stderr: PathBuf,
+    versions: HashMap<String, i32>,
+    pub restarts: usize,
+}
+
+/// What one request gave.
+pub enum Answer<T> {
+    Got(T),
+    /// The server crashed or did not answer in time (it is restarted for the next request).
+    CrashOrTimeout(String),
+}
+
+impl Server {
+    pub fn start(model: Option<&Path>, stderr: PathBuf) -> Result<Server> {
+        let mut server =
+            Server { client: None, model: model.map(Path::to_path_buf), stderr, versions: HashMap::new(), restarts: 0 };
+        server.ensure()?;
+        Ok(server)
+    }
+
+    fn ensure(&mut self) -> Result<&mut LspClient> {
+        if self.client.is_none() {
+            let mut client = LspClient::start(&[], Some(&self.stderr))?;
+            let options = match &self.model {
+                Some(model) => json!({"model": {"path": model}}),
+                None => json!({}),
+            };
+            client.initialize(options)?;
+            client.wait_model_ready(Duration::from_secs(600)).context("loading the model")?;
+            self.versions.clear();
+            self.client = Some(client);
+        }
+        Ok(self.client.as_mut().expect("just started"))
+    }
+
+    fn lost(&mut self, why: String) -> Answer<Value> {
+        if let Some(client) = self.client.take() {
+            drop(client);
+        }
+        self.restarts += 1;
+        Answer::CrashOrTimeout(why)
+    }
+
+    /// Opens (or replaces) the document at `uri` with `text`.
+    pub fn set_text(&mut self, uri: &str, language_id: &str, text: &str) -> Result<()> {
+        let version = self.versions.get(uri).copied();
+        let client = self.ensure()?;
+        match version {
+            None => client.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
+            )?,
+            Some(version) => client.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": [{"text": text}]}),
+            )?,
+        }
+        self.versions.insert(uri.to_owned(), version.unwrap_or(0) + 1);
+        Ok(())
+    }
+
+    pub fn close(&mut self, uri: &str) -> Result<()> {
+        if self.versions.remove(uri).is_some() {
+            if let Some(client) = self.client.as_mut() {
+                client.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn version(&self, uri: &str) -> Option<i32> {
+        self.versions.get(uri).copied()
+    }
+
+    /// The first inline suggestion at `position` (empty when none).
+    pub fn inline(&mut self, uri: &str, line: u32, character: u32) -> Result<Answer<String>> {
+        self.version(uri).context("the document is open")?;
+        let client = self.ensure()?;
+        let params = json!({
+            "textDocument": {"uri": uri},
+            "position": {"line": line, "character": character},
+            "context": {"triggerKind": 2},
+        });
+        let response = match client.request("textDocument/inlineCompletion", params, KEYSTROKE_TIMEOUT) {
+            Ok(response) => response,
+            Err(error) => return Ok(self.lost(error.to_string()).map(|_| String::new())),
+        };
+        if std::env::var_os("SPARK_EVAL_DEBUG").is_some() {
+            eprintln!("inlineCompletion {line}:{character} → {response}");
+        }
+        if response.get("error").is_some() {
+            return Ok(Answer::Got(String::new()));
+        }
+        let result = &response["result"];
+        let items = result.get("items").or(Some(result)).and_then(Value::as_array);
+        let text = items
+            .and_then(|items| items.first())
+            .and_then(|item| item["insertText"].as_str().or_else(|| item["insertText"]["value"].as_str()))
+            .unwrap_or("")
+            .to_owned();
+        Ok(Answer::Got(text))
+    }
+
+    /// Runs a Spark command with `argument`; returns the edit the server asked the editor to apply (`None`
+    /// when it offered nothing) and its answer.
+    pub fn command(&mut self, command: &str, argument: Value) -> Result<Answer<(Option<Value>, Value)>> {
+        let client = self.ensure()?;
+        let seen_before = client.seen.len();
+        let response = match client.request(
+            "workspace/executeCommand",
+            json!({"command": command, "arguments": [argument]}),
+            TASK_TIMEOUT,
+        ) {
+            Ok(response) => response,
+            Err(error) => return Ok(self.lost(error.to_string()).map(|_| (None, Value::Null))),
+        };
+        let client = self.client.as_mut().expect("running");
+        let edit = client.seen[seen_before..]
+            .iter()
+            .rev()
+            .find(|message| message["method"] == "workspace/applyEdit")
+            .map(|message| message["params"]["edit"].clone());
+        let result =
+            response.get("result").cloned().unwrap_or_else(|| response.get("error").cloned().unwrap_or_default());
+        let applied = result["applied"] == true;
+        Ok(Answer::Got((if applied { edit } else { None }, result)))
+    }
+
+    pub fn shutdown(mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = client.shutdown(Duration::from_secs(20));
+        }
+    }
+}
+
+impl<T> Answer<T> {
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Answer<U> {
+        match self {
+            Answer::Got(value) => Answer::Got(f(value)),
+            Answer::CrashOrTimeout(why) => Answer::CrashOrTimeout(why),
+        }
+    }
+}
+
+pub fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// The path of a `file://` uri, percent-decoded (the server may encode `+`, `@` and the like).
+pub fn uri_path(uri: &str) -> PathBuf {
+    let encoded = uri.strip_prefix("file://").unwrap_or(uri).as_bytes();
+    let mut bytes = Vec::with_capacity(encoded.len());
+    let mut idx = 0;
+    while idx < encoded.len() {
+        let hex = encoded.get(idx + 1..idx + 3).and_then(|hex| std::str::from_utf8(hex).ok());
+        match (encoded[idx], hex.and_then(|hex| u8::from_str_radix(hex, 16).ok())) {
+            (b'%', Some(byte)) => {
+                bytes.push(byte);
+                idx += 3;
+            }
+            (byte, _) => {
+                bytes.push(byte);
+                idx += 1;
+            }
+        }
+    }
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Byte offset of an LSP position (UTF-16 columns) in `text`.
+pub fn offset(text: &str, line: u32, character: u32) -> usize {
+    let mut at = 0;
+    for _ in 0..line {
+        match text[at..].find('\n') {
+            Some(idx) => at += idx + 1,
+            None => return text.len(),
+        }
+    }
+    let mut units = 0;
+    for (idx, ch) in text[at..].char_indices() {
+        if units >= character as usize || ch == '\n' {
+            return at + idx;
+        }
+        units += ch.len_utf16();
+    }
+    text.len()
+}
+
+/// The LSP position (UTF-16) of byte `at`.
+pub fn position(text: &str, at: usize) -> (u32, u32) {
+    let before = &text[..at];
+    let line = before.matches('\n').count() as u32;
+    let column = before.rsplit('\n').next().unwrap_or("").encode_utf16().count() as u32;
+    (line, column)
+}
+
+/// Applies a `WorkspaceEdit` (`documentChanges` or `changes`) to `files` (uri → text; a created file starts
+/// empty). Returns the uris it touched.
+pub fn apply_edit(edit: &Value, files: &mut HashMap<String, String>) -> Result<Vec<String>> {
+    let mut touched = Vec::new();
+    let mut apply = |uri: &str, edits: &[Value], files: &mut HashMap<String, String>| -> Result<()> {
+        let uri = file_uri(&uri_path(uri));
+        let text = files.entry(uri.clone()).or_default();
+        let mut ranges: Vec<(usize, usize, String)> = edits
+            .iter()
+            .map(|edit| {
+                let range = &edit["range"];
+                let point = |key: &str| {
+                    offset(
+                        text,
+                        range[key]["line"].as_u64().unwrap_or(0) as u32,
+                        range[key]["character"].as_u64().unwrap_or(0) as u32,
+                    )
+                };
+                (point("start"), point("end"), edit["newText"].as_str().unwrap_or("").to_owned())
+            })
+            .collect();
+        ranges.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+        for (start, end, new_text) in ranges {
+            if start > end || end > text.len() {
+                bail!("an edit outside the document");
+            }
+            text.replace_range(start..end, &new_text);
+        }
+        touched.push(uri);
+        Ok(())
+    };
+    if let Some(operations) = edit["documentChanges"].as_array() {
+        for operation in operations {
+            if operation["kind"] == "create" {
+                let uri = operation["uri"].as_str().unwrap_or("");
+                files.entry(file_uri(&uri_path(uri))).or_default();
+                continue;
+            }
+            let uri = operation["textDocument"]["uri"].as_str().context("an edit without a uri")?;
+            apply(uri, operation["edits"].as_array().map(Vec::as_slice).unwrap_or(&[]), files)?;
+        }
+    } else if let Some(changes) = edit["changes"].as_object() {
+        for (uri, edits) in changes {
+            apply(uri, edits.as_array().map(Vec::as_slice).unwrap_or(&[]), files)?;
+        }
+    }
+    Ok(touched)
+}
+
+/// Times a closure in milliseconds.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed().as_millis() as u64)
+}

@@ -1,0 +1,266 @@
+//! The numbers: per task and language, as a markdown table, JSON and a PNG under `target/eval/`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::corpus::Lang;
+use super::run::{Run, TASKS};
+
+fn percentile(values: &mut [u64], p: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    values.sort_unstable();
+    values[((values.len() - 1) as f64 * p).round() as usize]
+}
+
+fn pct(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        return "–".into();
+    }
+    format!("{part} ({:.0}%)", 100.0 * part as f64 / whole as f64)
+}
+
+/// One row of the task table.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TaskRow {
+    pub task: String,
+    pub lang: Lang,
+    pub cases: usize,
+    pub offered: usize,
+    pub verified: usize,
+    pub correct: usize,
+    pub offered_but_wrong: usize,
+    pub crash_or_timeout: usize,
+    pub harness_errors: usize,
+    pub p50_ms: u64,
+    pub p95_ms: u64,
+    /// Seconds Spark took over these cases (the user's waiting time).
+    pub spark_s: f64,
+    pub correct_per_s: f64,
+}
+
+/// The ghost-text row of one language.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GhostRow {
+    pub lang: Lang,
+    pub spans: usize,
+    pub keystrokes: usize,
+    pub shown: usize,
+    pub correct_first_line: usize,
+    pub shown_wrong: usize,
+    pub breaks_parse: usize,
+    pub crash_or_timeout: usize,
+    pub chars: usize,
+    pub supplied_chars: usize,
+    pub p50_ms: u64,
+    pub p95_ms: u64,
+    pub spark_s: f64,
+    pub correct_per_s: f64,
+}
+
+pub fn task_rows(run: &Run) -> Vec<TaskRow> {
+    let mut rows = Vec::new();
+    for task in TASKS.iter().filter(|task| **task != "ghost") {
+        for lang in [Lang::Rust, Lang::Ts] {
+            let results: Vec<_> = run.results.iter().filter(|r| r.task == *task && r.lang == lang).collect();
+            if results.is_empty() {
+                continue;
+            }
+            let mut ms: Vec<u64> = results.iter().map(|r| r.ms).collect();
+            let spark_s = ms.iter().sum::<u64>() as f64 / 1000.0;
+            let correct = results.iter().filter(|r| r.correct).count();
+            rows.push(TaskRow {
+                task: (*task).to_owned(),
+                lang,
+                cases: results.len(),
+                offered: results.iter().filter(|r| r.offered).count(),
+                verified: results.iter().filter(|r| r.verified).count(),
+                correct,
+                offered_but_wrong: results.iter().filter(|r| r.offered && !r.correct && !r.harness_error).count(),
+                harness_errors: results.iter().filter(|r| r.harness_error).count(),
+                crash_or_timeout: results.iter().filter(|r| r.crash_or_timeout).count(),
+                p50_ms: percentile(&mut ms, 0.5),
+                p95_ms: percentile(&mut ms, 0.95),
+                spark_s,
+                correct_per_s: if spark_s > 0.0 { correct as f64 / spark_s } else { 0.0 },
+            });
+        }
+    }
+    rows
+}
+
+pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
+    let mut rows = Vec::new();
+    for lang in [Lang::Rust, Lang::Ts] {
+        let keys: Vec<_> = run.keystrokes.iter().filter(|k| k.lang == lang).collect();
+        let spans: Vec<_> = run.spans.iter().filter(|s| s.lang == lang).collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let mut ms: Vec<u64> = keys.iter().map(|k| k.ms).collect();
+        let spark_s = ms.iter().sum::<u64>() as f64 / 1000.0;
+        let correct = keys.iter().filter(|k| k.correct).count();
+        rows.push(GhostRow {
+            lang,
+            spans: spans.len(),
+            keystrokes: keys.len(),
+            shown: keys.iter().filter(|k| !k.shown.is_empty()).count(),
+            correct_first_line: correct,
+            shown_wrong: keys.iter().filter(|k| !k.shown.is_empty() && !k.correct).count(),
+            breaks_parse: keys.iter().filter(|k| k.breaks_parse).count(),
+            crash_or_timeout: keys.iter().filter(|k| k.crash_or_timeout).count(),
+            chars: spans.iter().map(|s| s.chars).sum(),
+            supplied_chars: spans.iter().map(|s| s.supplied).sum(),
+            p50_ms: percentile(&mut ms, 0.5),
+            p95_ms: percentile(&mut ms, 0.95),
+            spark_s,
+            correct_per_s: if spark_s > 0.0 { correct as f64 / spark_s } else { 0.0 },
+        });
+    }
+    rows
+}
+
+pub fn markdown(run: &Run) -> String {
+    let mut out = format!("### {} (model: {}; {:.0} s wall)\n\n", run.label, run.model, run.wall_s);
+    let tasks = task_rows(run);
+    if !tasks.is_empty() {
+        out.push_str(
+            "| task | lang | cases | offered | verified (Spark) | correct (independent) | **offered but wrong** | crash/timeout | p50 ms | p95 ms | correct/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for row in &tasks {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {:.3} |\n",
+                row.task,
+                row.lang.name(),
+                row.cases,
+                pct(row.offered, row.cases),
+                pct(row.verified, row.cases),
+                pct(row.correct, row.cases),
+                row.offered_but_wrong,
+                row.crash_or_timeout,
+                row.p50_ms,
+                row.p95_ms,
+                row.correct_per_s
+            ));
+        }
+        let harness_errors: usize = tasks.iter().map(|row| row.harness_errors).sum();
+        if harness_errors > 0 {
+            out.push_str(&format!(
+                "\n{harness_errors} case(s) hit a harness error (see report.json); they count in no column.\n"
+            ));
+        }
+        out.push('\n');
+    }
+    let ghost = ghost_rows(run);
+    if !ghost.is_empty() {
+        out.push_str(
+            "| ghost text | spans | keystrokes | shown | correct first line | **shown wrong** | breaks the parse | crash/timeout | chars by Tab | p50 ms | p95 ms | correct/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for row in &ghost {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {} | {} | {:.3} |\n",
+                row.lang.name(),
+                row.spans,
+                row.keystrokes,
+                pct(row.shown, row.keystrokes),
+                pct(row.correct_first_line, row.keystrokes),
+                pct(row.shown_wrong, row.keystrokes),
+                pct(row.breaks_parse, row.shown),
+                row.crash_or_timeout,
+                pct(row.supplied_chars, row.chars),
+                row.p50_ms,
+                row.p95_ms,
+                row.correct_per_s
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn to_json(run: &Run) -> serde_json::Value {
+    json!({"label": run.label, "model": run.model, "wall_s": run.wall_s, "tasks": task_rows(run),
+           "ghost": ghost_rows(run), "cases": run.results, "keystrokes": run.keystrokes, "spans": run.spans})
+}
+
+/// Bars per task and language (and per model): correct, offered but wrong, crash/timeout, as % of cases
+/// (keystrokes for ghost text).
+pub fn plot(runs: &[Run], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let font = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    ]
+    .iter()
+    .find_map(|candidate| std::fs::read(candidate).ok())
+    .context("no DejaVu or Liberation font for the plot's labels (apt-get install fonts-dejavu-core)")?;
+    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()));
+    // (group label, correct %, wrong %, crash %)
+    let mut bars: Vec<(String, f64, f64, f64)> = Vec::new();
+    for run in runs {
+        let short = run.label.chars().take(14).collect::<String>();
+        for row in ghost_rows(run) {
+            let n = row.keystrokes.max(1) as f64;
+            bars.push((
+                format!("{short} ghost {}", row.lang.name()),
+                100.0 * row.correct_first_line as f64 / n,
+                100.0 * row.shown_wrong as f64 / n,
+                100.0 * row.crash_or_timeout as f64 / n,
+            ));
+        }
+        for row in task_rows(run) {
+            let n = row.cases.max(1) as f64;
+            bars.push((
+                format!("{short} {} {}", row.task, row.lang.name()),
+                100.0 * row.correct as f64 / n,
+                100.0 * row.offered_but_wrong as f64 / n,
+                100.0 * row.crash_or_timeout as f64 / n,
+            ));
+        }
+    }
+    let width = (120 + bars.len() * 60).max(900) as u32;
+    let root = BitMapBackend::new(path, (width, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "spark-eval: correct / offered but wrong / crash-timeout (% of cases or keystrokes)",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(10)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..bars.len().max(1) as f64, 0f64..100f64)?;
+    chart.configure_mesh().disable_x_mesh().disable_x_axis().y_desc("%").draw()?;
+    // Each group's name, written upwards along its left edge (plotters' tick labels skip groups).
+    let style = ("sans-serif", 13).into_font().transform(FontTransform::Rotate270).color(&BLACK);
+    chart.draw_series(
+        bars.iter().enumerate().map(|(idx, bar)| Text::new(bar.0.clone(), (idx as f64 + 0.02, 2.0), style.clone())),
+    )?;
+    let series = [
+        (1usize, GREEN.mix(0.8), "correct"),
+        (2, RED.mix(0.8), "offered but wrong"),
+        (3, BLACK.mix(0.6), "crash/timeout"),
+    ];
+    for (which, color, name) in series {
+        let offset = (which - 1) as f64 * 0.28 + 0.08;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(idx, bar)| {
+                let value = match which {
+                    1 => bar.1,
+                    2 => bar.2,
+                    _ => bar.3,
+                };
+                Rectangle::new([(idx as f64 + offset, 0.0), (idx as f64 + offset + 0.26, value)], color.filled())
+            }))?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}
