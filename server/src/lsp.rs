@@ -726,7 +726,8 @@ impl Spark {
         // model calls from there), so the loop that reads input keeps answering and `$/cancelRequest` gets in.
         let job = {
             let (engine, remote, cancel) = (engine.clone(), remote.clone(), cancel.clone());
-            let (strong_model, task_settings, strong_path) = (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
+            let (strong_model, task_settings, strong_path) =
+                (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
             let runtime = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
                 runtime.block_on(async move {

@@ -419,12 +419,15 @@ pub fn ghost_line_is_correct(rest_of_line: &str, suggestion: &str) -> bool {
     !first.is_empty() && first.trim_end() == rest_of_line.trim_end()
 }
 
-/// Whether accepting `suggestion` at byte `at` leaves more syntax errors (tree-sitter) than the real file has.
+/// Whether accepting `suggestion` at byte `at` adds syntax errors (tree-sitter): more than the document has
+/// before it, and more than the real file has. The document at a keystroke lacks the rest of the span still to
+/// type, so it may have errors of its own; a suggestion breaks the parse only when it makes that worse.
 pub fn breaks_parse(lang: Lang, document: &str, at: usize, suggestion: &str, real_file: &str) -> bool {
     let errors = |text: &str| {
         let mut parser = lang.grammar().parser();
         parser.parse(text, None).map(|tree| spark_grammars::syntax_errors(tree.root_node(), 1000).len()).unwrap_or(0)
     };
     let accepted = format!("{}{}{}", &document[..at], suggestion, &document[at..]);
-    errors(&accepted) > errors(real_file)
+    let after = errors(&accepted);
+    after > errors(document) && after > errors(real_file)
 }
