@@ -135,7 +135,16 @@ fn typing_sends_nothing_to_a_remote_configured_for_fix_and_the_fix_goes_there() 
     assert!(mock.completions.load(Ordering::SeqCst) >= 1, "the fix went to the remote");
     assert_eq!(result["result"]["applied"], true, "{result}");
     let apply = client.wait_for("workspace/applyEdit", Duration::from_secs(5), |_| true).unwrap();
-    assert!(apply.to_string().contains("let x = a + 1;"), "{apply}");
+    // The edit is narrowed to what the remote's rewrite changed; applied, it gives the remote's line.
+    let edit = &apply["params"]["edit"]["documentChanges"][0]["edits"][0];
+    let offset = |position: &Value| {
+        let line = position["line"].as_u64().unwrap() as usize;
+        let character = position["character"].as_u64().unwrap() as usize;
+        BROKEN.split_inclusive('\n').take(line).map(str::len).sum::<usize>() + character
+    };
+    let (start, end) = (offset(&edit["range"]["start"]), offset(&edit["range"]["end"]));
+    let fixed = format!("{}{}{}", &BROKEN[..start], edit["newText"].as_str().unwrap(), &BROKEN[end..]);
+    assert!(fixed.contains("let x = a + 1;"), "{apply}");
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
     assert_eq!(status["result"]["remote"]["configured"], true);
     client.shutdown(Duration::from_secs(20)).unwrap();

@@ -83,12 +83,22 @@ impl LspClient {
         self.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
     }
 
-    pub fn notify(&mut self, method: &str, params: Value) -> Result<()> {
+    pub fn notify(&mut self, method: &str, mut params: Value) -> Result<()> {
+        if method == "workspace/didChangeConfiguration" {
+            if let Some(settings) = params.get_mut("settings") {
+                without_strong_tier(settings);
+            }
+        }
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
 
     /// Sends a request and returns its id without waiting.
-    pub fn send_request(&mut self, method: &str, params: Value) -> Result<i64> {
+    pub fn send_request(&mut self, method: &str, mut params: Value) -> Result<i64> {
+        if method == "initialize" {
+            if let Some(options) = params.get_mut("initializationOptions") {
+                without_strong_tier(options);
+            }
+        }
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
@@ -174,23 +184,7 @@ impl LspClient {
     }
 
     /// initialize + initialized, with the given initializationOptions.
-    ///
-    /// Unless the options say otherwise, tasks get no strong tier: a test's outcome must not depend on which
-    /// other models happen to be installed on the machine.
-    pub fn initialize(&mut self, mut options: Value) -> Result<Value> {
-        if options.is_null() {
-            options = json!({});
-        }
-        let settings = match options.get_mut("spark") {
-            Some(nested) => nested,
-            None => &mut options,
-        };
-        if let Some(object) = settings.as_object_mut() {
-            let tasks = object.entry("tasks").or_insert_with(|| json!({}));
-            if let Some(tasks) = tasks.as_object_mut() {
-                tasks.entry("strongModel").or_insert_with(|| json!("none"));
-            }
-        }
+    pub fn initialize(&mut self, options: Value) -> Result<Value> {
         let params = json!({
             "processId": std::process::id(),
             "rootUri": null,
@@ -286,4 +280,22 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("creating a scratch directory");
     dir
+}
+
+/// Unless the settings say otherwise, tasks get no strong tier: a test's outcome must not depend on which other
+/// models happen to be installed on the machine (the strong tier's `auto` takes any installed Qwen2.5-Coder).
+fn without_strong_tier(options: &mut Value) {
+    if options.is_null() {
+        *options = json!({});
+    }
+    let settings = match options.get_mut("spark") {
+        Some(nested) => nested,
+        None => options,
+    };
+    if let Some(object) = settings.as_object_mut() {
+        let tasks = object.entry("tasks").or_insert_with(|| json!({}));
+        if let Some(tasks) = tasks.as_object_mut() {
+            tasks.entry("strongModel").or_insert_with(|| json!("none"));
+        }
+    }
 }
