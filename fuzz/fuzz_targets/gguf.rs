@@ -10,7 +10,9 @@ use spark_engine::{gguf, memory};
 fuzz_target!(|data: &[u8]| {
     if let Ok(summary) = gguf::read_summary(&mut &data[..]) {
         let n_ctx = memory::effective_n_ctx(131_072, summary.n_ctx_train);
-        let estimate = memory::estimate(data.len() as u64, &summary, n_ctx);
+        // Any slot count the settings allow (model.kvSlots) must not overflow either.
+        let n_slots = data.first().map_or(1, |byte| u32::from(*byte % 16) + 1);
+        let estimate = memory::estimate(data.len() as u64, &summary, n_ctx, n_slots);
         assert!(estimate.total_mib() >= estimate.kv_cache_mib);
     }
 });
