@@ -167,6 +167,14 @@ pub async fn run(
     Ok(outcome)
 }
 
+/// The outcome of sampling: the change found, or nothing verified, with what was tried.
+fn sampled(title: &str, found: Option<FileChange>, tried: usize, rejections: Vec<String>) -> TaskOutcome {
+    match found {
+        Some(change) => TaskOutcome { changes: vec![change], samples_tried: tried, rejections, ..nothing(title) },
+        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
+    }
+}
+
 fn nothing(title: &str) -> TaskOutcome {
     TaskOutcome {
         changes: Vec::new(),
@@ -618,17 +626,7 @@ async fn rust_tests(
         Ok(change)
     })
     .await?;
-    Ok(match found {
-        Some(change) => TaskOutcome {
-            changes: vec![change],
-            title: title.to_owned(),
-            samples_tried: tried,
-            rejections,
-            ms: 0,
-            tier: Tier::Fast,
-        },
-        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
-    })
+    Ok(sampled(title, found, tried, rejections))
 }
 
 const TESTS_SYSTEM: &str = "You write unit tests. Every expected value in an assertion is what the code really \
@@ -858,17 +856,7 @@ async fn ts_tests(
         Ok(change)
     })
     .await?;
-    Ok(match found {
-        Some(change) => TaskOutcome {
-            changes: vec![change],
-            title: title.to_owned(),
-            samples_tried: tried,
-            rejections,
-            ms: 0,
-            tier: Tier::Fast,
-        },
-        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
-    })
+    Ok(sampled(title, found, tried, rejections))
 }
 
 /// A chat answer's test code without the import lines it may repeat (the test file has its own).
@@ -1060,12 +1048,7 @@ async fn regex(
         Ok(change)
     })
     .await?;
-    Ok(match found {
-        Some(change) => {
-            TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast }
-        }
-        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) },
-    })
+    Ok(sampled(&title, found, tried, rejections))
 }
 
 fn count_all(tree: &Tree) -> usize {
