@@ -669,8 +669,8 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::postprocess::StopMode;
     use crate::session::fake::FakeModel;
-    use crate::session::StopMode;
     use tokio_util::sync::CancellationToken;
 
     fn job(lane: u64, prefix: &str) -> (Job, oneshot::Receiver<Result<Completion, EngineError>>) {

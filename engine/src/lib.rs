@@ -21,11 +21,12 @@ pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource,
 pub use error::EngineError;
 pub use memory::MemoryEstimate;
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
+pub use postprocess::StopMode;
 pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
     StreamRules,
 };
-pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopMode, StopReason};
+pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
 
 /// The default model's file name, as the install script places it.
 pub const DEFAULT_MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";

@@ -4,7 +4,19 @@
 //! removes what the user must never see: whitespace-only text, repeated lines, text that repeats what already
 //! follows the cursor.
 
-use crate::session::StopMode;
+use spark_grammars::brackets::for_each_bracket;
+
+/// Where a suggestion should end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    /// The cursor is mid-line: complete the rest of this line only.
+    Line,
+    /// The cursor is at the end of a line or on an empty one: complete up to the end of the block.
+    Block,
+    /// A task prompt (fix, tests, regex): only the request's stop strings, end of generation and the budget
+    /// end it; the text is returned as generated.
+    Free,
+}
 
 /// What the stop rules need to know about the cursor's surroundings.
 #[derive(Debug, Clone, Copy)]
@@ -151,37 +163,6 @@ fn unclosed_after(text: &str, depth: i32) -> i32 {
     let mut depth = depth;
     for_each_bracket(text, |delta| depth = (depth + delta).max(0));
     depth
-}
-
-/// Openers minus closers; quotes toggle a string state so that brackets inside literals are skipped.
-pub fn bracket_depth(text: &str) -> i32 {
-    let mut depth = 0;
-    for_each_bracket(text, |delta| depth += delta);
-    depth
-}
-
-/// Calls `on_bracket(+1)` for each opener and `on_bracket(-1)` for each closer outside string literals.
-fn for_each_bracket(text: &str, mut on_bracket: impl FnMut(i32)) {
-    let mut in_string: Option<char> = None;
-    let mut escaped = false;
-    for ch in text.chars() {
-        if let Some(quote) = in_string {
-            if escaped {
-                escaped = false;
-            } else if ch == '\\' {
-                escaped = true;
-            } else if ch == quote {
-                in_string = None;
-            }
-            continue;
-        }
-        match ch {
-            '"' | '`' => in_string = Some(ch),
-            '(' | '[' | '{' => on_bracket(1),
-            ')' | ']' | '}' => on_bracket(-1),
-            _ => {}
-        }
-    }
 }
 
 /// Cuts at the second of two identical consecutive non-trivial lines: small models loop.

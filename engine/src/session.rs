@@ -7,23 +7,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
 use crate::model_info::FimTemplate;
+use crate::postprocess::StopMode;
 use crate::postprocess::{self, StopContext};
 use crate::prompt::{self, PromptInput};
 
 /// Tokens are plain ids here; the backend maps them to its own type.
 pub type Token = i32;
-
-/// Where a suggestion should end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopMode {
-    /// The cursor is mid-line: complete the rest of this line only.
-    Line,
-    /// The cursor is at the end of a line or on an empty one: complete up to the end of the block.
-    Block,
-    /// A task prompt (fix, tests, regex): only the request's stop strings, end of generation and the budget
-    /// end it; the text is returned as generated.
-    Free,
-}
 
 /// How the next token is chosen: greedy at temperature zero, else sampled with a seed (reproducible).
 #[derive(Debug, Clone, Copy, PartialEq)]

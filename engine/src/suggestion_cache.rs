@@ -9,7 +9,8 @@ use std::num::NonZeroUsize;
 
 use lru::LruCache;
 
-use crate::session::{CompletionRequest, StopMode};
+use crate::postprocess::StopMode;
+use crate::session::CompletionRequest;
 
 /// How a cached answer was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,9 @@
 use libfuzzer_sys::fuzz_target;
 use ropey::Rope;
 use spark_grammars::Lang;
-use spark_lsp::document::{parse_rope, Change, Document};
-use spark_lsp::position::{self, LspPosition, PositionEncoding};
+use spark_ide::document::{Change, Document};
+use spark_ide::parse;
+use spark_ide::position::{self, LspPosition, PositionEncoding};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&header, rest)) = data.split_first() else { return };
@@ -48,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let (Some(lang), Some(tree)) = (lang, document.tree.as_ref()) {
-        if let Some(fresh) = parse_rope(lang, &Rope::from_str(&reference), None) {
+        if let Some(fresh) = parse::rope(lang, &Rope::from_str(&reference), None) {
             assert_eq!(tree.root_node().to_sexp(), fresh.root_node().to_sexp());
         }
     }

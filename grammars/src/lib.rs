@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+pub mod brackets;
+
 pub use tree_sitter;
 
 use tree_sitter::{Language, Node, Parser, Query, QueryCursor, StreamingIterator};

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use spark_grammars::{smallest_capture, syntax_errors};
 use tower_lsp_server::ls_types::*;
 
-use crate::document::Document;
-use crate::position::{self, LspPosition, PositionEncoding};
-use crate::tasks::{self, FileChange, TaskDocument, TaskKind, TaskOutcome};
+use spark_ide::document::Document;
+use spark_ide::position::{self, LspPosition, PositionEncoding};
+use spark_ide::tasks::{self, FileChange, TaskDocument, TaskKind, TaskOutcome};
 
 /// What a listed action needs to be computed later; travels as the action's `data` or the command's argument.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -11,11 +11,11 @@ use serde_json::json;
 use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, InlineSettings};
-use crate::document::Document;
-use crate::position::{self, LspPosition, PositionEncoding};
-use crate::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
-use crate::{suggest, verify};
+use spark_ide::config::{self, InlineSettings};
+use spark_ide::document::Document;
+use spark_ide::position::{self, LspPosition, PositionEncoding};
+use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use spark_ide::{suggest, verify};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -407,25 +407,26 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     };
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let verify = if args.run {
-        crate::exec_check::VerifySettings {
+        spark_ide::exec_check::VerifySettings {
             timeout_ms: args.run_timeout_ms,
-            ..crate::exec_check::VerifySettings::all()
+            ..spark_ide::exec_check::VerifySettings::all()
         }
     } else {
-        crate::exec_check::VerifySettings::default()
+        spark_ide::exec_check::VerifySettings::default()
     };
     let budget =
         TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };
     let fast_config = engine_config(args.model.as_deref(), args.threads);
-    let task_settings = crate::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
+    let task_settings =
+        spark_ide::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
     let fast_path = match &fast_config.model {
         ModelSource::Path(path) => Some(path.clone()),
         ModelSource::None => None,
     };
-    let strong_model = crate::tiers::StrongModel::default();
+    let strong_model = spark_ide::tiers::StrongModel::default();
     let strong = task_settings.strong_model_path(fast_path.as_deref()).map(|path| (&strong_model, path, fast_config));
-    let outcome = crate::tiers::run(
-        &crate::route::Generator::local(&engine),
+    let outcome = spark_ide::tiers::run(
+        &spark_ide::route::Generator::local(&engine),
         strong,
         &task_settings,
         kind,

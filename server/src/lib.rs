@@ -1,18 +1,6 @@
-//! Spark's LSP server: document store, position encodings, context gathering, handlers and the CLI.
+//! Spark's LSP server: conversion between LSP and the `spark-ide` core, dispatch, framing, and the CLI.
 
 pub mod actions;
 pub mod cli;
-pub mod config;
-pub mod context;
-pub mod document;
-pub mod edit_check;
-pub mod exec_check;
 pub mod framing;
 pub mod lsp;
-pub mod position;
-pub mod ring;
-pub mod route;
-pub mod suggest;
-pub mod tasks;
-pub mod tiers;
-pub mod verify;

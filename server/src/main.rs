@@ -3,17 +3,17 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use spark_ide::tasks::TaskKind;
 use spark_lsp::cli::{self, Cli, Command};
-use spark_lsp::tasks::TaskKind;
 
 fn main() -> ExitCode {
     // A regex worker (a child of this binary, killed at its time limit): see `edit_check::use_regex_worker`.
-    if std::env::args_os().nth(1).is_some_and(|arg| arg == spark_lsp::edit_check::REGEX_WORKER_ARG) {
-        return spark_lsp::edit_check::regex_worker_main();
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == spark_ide::verify::REGEX_WORKER_ARG) {
+        return spark_ide::verify::regex_worker_main();
     }
     prefer_bounded_openmp_spinning();
     if let Ok(exe) = std::env::current_exe() {
-        spark_lsp::edit_check::use_regex_worker(exe);
+        spark_ide::verify::use_regex_worker(exe);
     }
     let cli = Cli::parse();
     init_logging();

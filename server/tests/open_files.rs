@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use spark_engine::Engine;
 use spark_grammars::Lang;
+use spark_ide::position::PositionEncoding;
+use spark_ide::route::Generator;
+use spark_ide::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use spark_lsp::actions;
-use spark_lsp::position::PositionEncoding;
-use spark_lsp::route::Generator;
-use spark_lsp::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::{DocumentChangeOperation, DocumentChanges, Uri};
 

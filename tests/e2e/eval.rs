@@ -121,7 +121,7 @@ fn regex_specs_are_enough_held_back_and_scored_right_by_python_and_node() {
     let few_shots: Vec<_> = tasks
         .split(['\n', '"'])
         .filter_map(|line| line.split_once("Description: ").or_else(|| line.split_once("regex: ")))
-        .filter_map(|(_, rest)| spark_lsp::tasks::parse_regex_spec(&format!("regex: {}", rest.replace("\\n", " "))))
+        .filter_map(|(_, rest)| spark_ide::tasks::parse_regex_spec(&format!("regex: {}", rest.replace("\\n", " "))))
         .collect();
     assert!(few_shots.len() >= 3, "{few_shots:?}");
     for (idx, spec) in specs.iter().enumerate() {

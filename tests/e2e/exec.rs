@@ -9,8 +9,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use spark_grammars::Lang;
-use spark_lsp::exec_check::{Gate, VerifySettings};
-use spark_lsp::tasks::{FileChange, TaskKind};
+use spark_ide::exec_check::{Gate, VerifySettings};
+use spark_ide::tasks::{FileChange, TaskKind};
 use spark_tests::{scratch_dir, server_binary, workspace_root};
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +90,7 @@ fn cargo_check_passes_code_that_type_checks_and_refuses_a_type_error() {
     // Both candidates parse; only the first type-checks.
     let good = replace(None, LIB, "prices.iter().sum()", "prices.iter().copied().sum::<u32>()");
     let bad = replace(None, LIB, "prices.iter().sum()", "prices.len()");
-    assert!(spark_lsp::edit_check::parse(Lang::Rust, &bad.new_text()).is_some());
+    assert!(spark_ide::parse::text(Lang::Rust, &bad.new_text()).is_some());
     let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), LIB, None);
     let first = runtime.block_on(gate.check(&good, &cancel));
     assert_eq!(first, Ok(()));
@@ -215,7 +215,7 @@ fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
     let cancel = CancellationToken::new();
     let good = replace(None, TS, "sum + p, 0)", "sum + p * 1, 0)");
     let bad = replace(None, TS, "sum + p, 0)", "sum + p, \"0\")");
-    assert!(spark_lsp::edit_check::parse(Lang::TypeScript, &bad.new_text()).is_some());
+    assert!(spark_ide::parse::text(Lang::TypeScript, &bad.new_text()).is_some());
     let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
     assert_eq!(runtime.block_on(gate.check(&good, &cancel)), Ok(()));
     let first = gate.summary();

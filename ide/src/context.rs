@@ -86,25 +86,6 @@ pub fn gather(document: &Document, byte: usize, path: Option<&str>, budget: &Bud
     FillContext { header, prefix, suffix, mode, indent, max_lines }
 }
 
-/// Files whose contents must never reach a model: environment files, keys and certificates.
-pub fn is_secret_path(path: &str) -> bool {
-    let path = path.split(['?', '#']).next().unwrap_or(path);
-    let name = path.rsplit(['/', '\\']).next().unwrap_or(path).to_ascii_lowercase();
-    let name = name.as_str();
-    name == ".env"
-        || name.starts_with(".env.")
-        || name.ends_with(".env")
-        || [".pem", ".key", ".p12", ".pfx", ".crt", ".cer", ".jks", ".keystore", ".gpg", ".asc"]
-            .iter()
-            .any(|extension| name.ends_with(extension))
-        || ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"].iter().any(|key| name.starts_with(key))
-        || name == ".netrc"
-        || name == ".npmrc"
-        || name == ".pypirc"
-        || name == "credentials"
-        || name.contains("secret")
-}
-
 /// Byte offset of the end of a line, before its line break.
 fn line_end_byte(document: &Document, line: usize) -> usize {
     let rope = &document.rope;
@@ -205,24 +186,6 @@ mod tests {
         for (fixture, mode, max_lines) in cases {
             let got = context(fixture);
             assert_eq!((got.mode, got.max_lines), (mode, max_lines), "{fixture:?}");
-        }
-    }
-
-    #[test]
-    fn secret_looking_files() {
-        for secret in [
-            "file:///p/.env",
-            "file:///p/.env.local",
-            "/home/u/.ssh/id_rsa",
-            "/p/certs/server.pem",
-            "/p/a.key",
-            "file:///p/config/secrets.json",
-            "C:\\p\\prod.env",
-        ] {
-            assert!(is_secret_path(secret), "{secret}");
-        }
-        for ordinary in ["file:///p/src/main.rs", "/p/src/env.ts", "/p/keyboard.rs", "/p/README.md"] {
-            assert!(!is_secret_path(ordinary), "{ordinary}");
         }
     }
 

@@ -1,18 +1,16 @@
 //! The document store's unit: a rope and, for languages with a grammar, a syntax tree kept current
 //! incrementally (`Tree::edit` plus a reparse that reuses the old tree).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ropey::Rope;
-use spark_grammars::tree_sitter::{InputEdit, ParseOptions, Parser, Point, Tree};
+use spark_grammars::tree_sitter::{InputEdit, Point, Tree};
 use spark_grammars::Lang;
 
 use crate::position::{self, LspPosition, PositionEncoding};
 
 /// Past this size a document is plain text: syntax work must never stall the server.
 pub const MAX_SYNTAX_BYTES: usize = 8 * 1024 * 1024;
-/// A parse that takes longer than this is abandoned and the document is treated as plain text.
-const PARSE_TIME_LIMIT: Duration = Duration::from_millis(500);
 
 /// One incremental change: a range in the client's encoding (or none, for a whole-document replace).
 #[derive(Debug, Clone)]
@@ -144,7 +142,7 @@ impl Document {
             return;
         }
         let started = Instant::now();
-        self.tree = parse_rope(lang, &self.rope, old_tree);
+        self.tree = crate::parse::rope(lang, &self.rope, old_tree);
         if self.tree.is_none() {
             self.syntax_gave_up = true;
             tracing::warn!(
@@ -163,23 +161,6 @@ impl Document {
     pub fn offset(&self, position: LspPosition, encoding: PositionEncoding) -> position::Resolved {
         position::to_byte(&self.rope, position, encoding)
     }
-}
-
-/// Parses a rope chunk by chunk, with a time limit; `None` when the grammar gives up or time runs out.
-pub fn parse_rope(lang: Lang, rope: &Rope, old_tree: Option<&Tree>) -> Option<Tree> {
-    let mut parser: Parser = lang.parser();
-    let started = Instant::now();
-    let mut too_slow = |_: &spark_grammars::tree_sitter::ParseState| started.elapsed() > PARSE_TIME_LIMIT;
-    let options = ParseOptions::new().progress_callback(&mut too_slow);
-    let len = rope.len_bytes();
-    let mut read = |byte: usize, _: Point| -> &[u8] {
-        if byte >= len {
-            return &[];
-        }
-        let (chunk, chunk_byte, _, _) = rope.chunk_at_byte(byte);
-        &chunk.as_bytes()[byte - chunk_byte..]
-    };
-    parser.parse_with_options(&mut read, old_tree, Some(options))
 }
 
 #[cfg(test)]
@@ -233,7 +214,7 @@ mod tests {
                 let report = document.apply_changes(&[Change { range: Some(range), text: inserted }], encoding, version as i32 + 1);
                 prop_assert_eq!(report, ChangeReport::default());
                 prop_assert_eq!(document.text(), reference.clone());
-                let fresh = parse_rope(lang, &Rope::from_str(&reference), None).unwrap();
+                let fresh = crate::parse::rope(lang, &Rope::from_str(&reference), None).unwrap();
                 prop_assert_eq!(document.tree.as_ref().unwrap().root_node().to_sexp(), fresh.root_node().to_sexp());
             }
         }

@@ -7,7 +7,17 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use spark_engine::{EngineConfig, ModelSource};
 
-use crate::route::Route;
+/// A task's route, as the configuration names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    Local,
+    Remote,
+    /// Remote first; the local model on any remote error or timeout.
+    RemoteThenLocal,
+    /// Both at once; the first usable answer wins and the other is cancelled.
+    Race,
+}
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
@@ -210,7 +220,7 @@ impl Settings {
     /// Whether the text of the document at `uri` must never reach a model: a secret-looking file or one the
     /// ignore list names.
     pub fn is_excluded(&self, uri: &str) -> bool {
-        if crate::context::is_secret_path(uri) {
+        if crate::privacy::is_secret_path(uri) {
             return true;
         }
         let path = uri.split(['?', '#']).next().unwrap_or(uri);

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use spark_engine::{
     CompletionRequest, Engine, EngineConfig, EngineError, ModelSource, RemoteClient, RemoteConfig, Sampling, StopMode,
 };
-use spark_lsp::route::{Generator, Route, Served};
+use spark_ide::config::Route;
+use spark_ide::route::{Generator, Served};
 use tokio_util::sync::CancellationToken;
 
 /// What the loopback endpoint does with a completion request.

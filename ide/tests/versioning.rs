@@ -3,9 +3,9 @@
 //! the check every handler makes before it answers (`edit_check::check_version`).
 
 use proptest::prelude::*;
-use spark_lsp::document::{Change, Document};
-use spark_lsp::edit_check::check_version;
-use spark_lsp::position::{LspPosition, PositionEncoding};
+use spark_ide::document::{Change, Document};
+use spark_ide::position::{LspPosition, PositionEncoding};
+use spark_ide::verify::check_version;
 
 /// A result as a handler keeps it: the version (and revision) it was computed for, and the text it saw.
 #[derive(Clone)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use spark_engine::Engine;
 use spark_grammars::Lang;
-use spark_lsp::route::Generator;
-use spark_lsp::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use spark_ide::route::Generator;
+use spark_ide::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
 use tokio_util::sync::CancellationToken;
 
 fn document(lang: Lang, text: &str) -> TaskDocument {

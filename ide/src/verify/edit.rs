@@ -6,11 +6,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use spark_grammars::tree_sitter::{ParseOptions, ParseState};
 use spark_grammars::{syntax_errors, tree_sitter::Tree, Lang};
 
-/// A whole-file parse of a candidate that takes longer than this is abandoned (the candidate is refused).
-pub const PARSE_TIME_LIMIT: Duration = Duration::from_millis(500);
 /// How long one candidate regex may take to match all its examples. ECMAScript patterns run on `regress`, a
 /// backtracking engine: a model-written `(a+)+$` against `aaa…ab` would never finish.
 pub const REGEX_MATCH_LIMIT: Duration = Duration::from_millis(500);
@@ -101,21 +98,6 @@ pub fn check_version(computed_for: i32, current: i32) -> Result<(), Rejection> {
     }
 }
 
-/// Parses `source` with `lang`; `None` when the grammar gives up or the parse takes longer than
-/// [`PARSE_TIME_LIMIT`].
-pub fn parse(lang: Lang, source: &str) -> Option<Tree> {
-    let started = Instant::now();
-    let mut too_slow = |_: &ParseState| started.elapsed() > PARSE_TIME_LIMIT;
-    let options = ParseOptions::new().progress_callback(&mut too_slow);
-    let bytes = source.as_bytes();
-    let mut read = |byte: usize, _| -> &[u8] { bytes.get(byte..).unwrap_or(&[]) };
-    let tree = lang.parser().parse_with_options(&mut read, None, Some(options));
-    if tree.is_none() {
-        tracing::warn!(bytes = source.len(), "candidate parse abandoned (time limit or grammar)");
-    }
-    tree
-}
-
 fn count_errors(tree: &Tree, range: Option<Range<usize>>) -> usize {
     syntax_errors(tree.root_node(), 10_000)
         .into_iter()
@@ -202,12 +184,12 @@ pub fn check_rewrite(
         }
     }
     let new_source = format!("{}{}{}", &source[..node.start], candidate, &source[node.end..]);
-    let old_tree = parse(lang, source);
+    let old_tree = crate::parse::text(lang, source);
     if let Some(name) = old_tree.as_ref().and_then(|tree| dropped_name(tree, source, node.clone(), candidate)) {
         return Err(Rejection::DropsName(name));
     }
     let before = old_tree.map(|tree| count_errors(&tree, None)).unwrap_or(usize::MAX);
-    let tree = parse(lang, &new_source).ok_or(Rejection::SyntaxErrors {
+    let tree = crate::parse::text(lang, &new_source).ok_or(Rejection::SyntaxErrors {
         in_edit: 1,
         total_before: before,
         total_after: usize::MAX,
@@ -278,7 +260,7 @@ fn escapes(source: &str, node_end: usize, candidate: &str, old: &str) -> bool {
             return true;
         }
     }
-    let depth = spark_engine::postprocess::bracket_depth;
+    let depth = spark_grammars::brackets::bracket_depth;
     depth(candidate) != depth(old) && depth(candidate) != 0
 }
 
@@ -508,8 +490,8 @@ pub fn check_tests(
             }
         }
     }
-    let before = parse(lang, old_file_text).map(|tree| count_errors(&tree, None)).unwrap_or(0);
-    let tree = parse(lang, new_file_text).ok_or(Rejection::SyntaxErrors {
+    let before = crate::parse::text(lang, old_file_text).map(|tree| count_errors(&tree, None)).unwrap_or(0);
+    let tree = crate::parse::text(lang, new_file_text).ok_or(Rejection::SyntaxErrors {
         in_edit: 1,
         total_before: before,
         total_after: 1,

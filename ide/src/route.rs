@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use serde::Deserialize;
 use spark_engine::postprocess::{self, StopContext};
 use spark_engine::{
     ChatFrame, Completion, CompletionRequest, CompletionStats, Engine, EngineError, RemoteClient, RemoteError,
@@ -11,17 +10,7 @@ use spark_engine::{
 };
 use tokio_util::sync::CancellationToken;
 
-/// A task's route, as the configuration names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Route {
-    Local,
-    Remote,
-    /// Remote first; the local model on any remote error or timeout.
-    RemoteThenLocal,
-    /// Both at once; the first usable answer wins and the other is cancelled.
-    Race,
-}
+use crate::config::Route;
 
 /// A task prompt in the two forms a model may need: an instruction (system and user message) for
 /// instruction-tuned models, framed by their own chat template locally or sent as chat messages to a remote with

@@ -5,7 +5,7 @@ use ropey::Rope;
 use spark_grammars::syntax_errors;
 use spark_grammars::tree_sitter::{InputEdit, Node, Point};
 
-use crate::document::{parse_rope, Document};
+use crate::document::Document;
 
 /// The suggestion as it may be shown, or `None`. Documents without a grammar or a tree are not checked.
 pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Option<String> {
@@ -14,7 +14,7 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
     };
     // A one-line suggestion that opens more brackets than it closes (a block header) cannot parse until the
     // user writes the body; it is judged by the stop rules alone.
-    if !suggestion.contains('\n') && spark_engine::postprocess::bracket_depth(suggestion) > 0 {
+    if !suggestion.contains('\n') && spark_grammars::brackets::bracket_depth(suggestion) > 0 {
         return Some(suggestion.to_owned());
     }
     let rope = &document.rope;
@@ -30,7 +30,7 @@ pub fn check_insertion(document: &Document, byte: usize, suggestion: &str) -> Op
         // touches and not a parse of the whole file (a large file would hold a handler for the parse limit).
         let mut old_tree = tree.clone();
         old_tree.edit(&insertion_edit(rope, &new_rope, byte, candidate.len()));
-        let new_tree = parse_rope(lang, &new_rope, Some(&old_tree))?;
+        let new_tree = crate::parse::rope(lang, &new_rope, Some(&old_tree))?;
         let new_line_end = line_end(&new_rope, byte + candidate.len());
         let after = errors_in(new_tree.root_node(), line_start, new_line_end);
         // Clean, or no worse than before in both the number and the extent of errors (the user may be in

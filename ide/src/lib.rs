@@ -1,0 +1,19 @@
+//! Spark's core without LSP: the documents and their syntax trees, the context of a prompt, the tasks (fix,
+//! tests, regex), verification, the tiers and routes to a model, and the ghost-text policy of a [`Workspace`].
+//! The LSP server, the CLI and the MCP server are front ends over it; nothing here knows JSON-RPC.
+
+pub mod config;
+pub mod context;
+pub mod document;
+pub mod exec_check;
+pub mod parse;
+pub mod position;
+pub mod privacy;
+pub mod ring;
+pub mod route;
+pub mod suggest;
+pub mod tasks;
+pub mod tiers;
+pub mod verify;
+pub mod workspace;
+pub use workspace::{Notice, NoticeLevel, Suggestion, TaskRequest, TaskResult, Workspace};

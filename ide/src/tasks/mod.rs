@@ -1,0 +1,465 @@
+//! The tasks behind code actions and their CLI: Spark fix, test generation, regex generation. Each builds a
+//! prompt for the model's kind (few-shot completion prompts for base models), samples within a time budget
+//! (greedy first, then with temperature and seeds), and keeps the first candidate that passes `edit_check`.
+//! The result is a set of file changes, or a plain "nothing verified" with the reasons.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
+use spark_grammars::{tree_sitter::Tree, Lang};
+use tokio_util::sync::CancellationToken;
+
+use crate::exec_check::{Gate, VerifySettings};
+use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::tiers::Tier;
+use crate::verify::Rejection;
+
+/// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
+mod fix;
+mod regex;
+mod tests;
+
+#[allow(unused_imports)]
+use fix::*;
+pub use fix::{fix_node, narrow_rewrite, without_repeated_context};
+#[allow(unused_imports)]
+use regex::*;
+pub use regex::{parse_regex_spec, regex_comment_at, regex_statement, RegexSpec};
+#[allow(unused_imports)]
+use tests::*;
+pub use tests::{files_read, function_at, ts_framework, ts_test_path, TsFramework};
+
+const TASK_LANE: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    Fix,
+    Tests,
+    Regex,
+}
+
+impl TaskKind {
+    pub fn command(self) -> &'static str {
+        match self {
+            TaskKind::Fix => "spark.fix",
+            TaskKind::Tests => "spark.generateTests",
+            TaskKind::Regex => "spark.generateRegex",
+        }
+    }
+
+    pub fn from_command(command: &str) -> Option<TaskKind> {
+        [TaskKind::Fix, TaskKind::Tests, TaskKind::Regex].into_iter().find(|kind| kind.command() == command)
+    }
+
+    /// The message when no sample passed verification.
+    pub fn nothing_verified(self) -> &'static str {
+        match self {
+            TaskKind::Fix => "Spark found no verified fix",
+            TaskKind::Tests => "Spark found no verified tests",
+            TaskKind::Regex => "Spark found no verified regex",
+        }
+    }
+}
+
+/// A document as a task sees it: a snapshot, so the model can run while the user types on.
+pub struct TaskDocument {
+    pub text: String,
+    pub lang: Lang,
+    pub tree: Tree,
+    /// The file on disk, for tasks that touch a sibling file (TypeScript tests).
+    pub path: Option<PathBuf>,
+    pub version: i32,
+    /// The document store's revision of this text (see `Document::revision`).
+    pub revision: u64,
+    /// Other files the task may read or edit (the sibling `<name>.test.ts`) that are open in the editor: their
+    /// unsaved text is what an edit applies to, not the file on disk.
+    pub open_files: Vec<OpenFile>,
+}
+
+/// A file open in the editor, as a task sees it.
+#[derive(Debug, Clone)]
+pub struct OpenFile {
+    pub path: PathBuf,
+    pub text: String,
+    pub version: i32,
+}
+
+impl TaskDocument {
+    /// The open file at `path`, if the editor has it open.
+    pub fn open_file(&self, path: &Path) -> Option<&OpenFile> {
+        self.open_files.iter().find(|file| file.path == path)
+    }
+}
+
+/// Where the user asked, and what for.
+#[derive(Debug, Clone)]
+pub struct TaskTarget {
+    /// Byte range of the selection or diagnostic (empty at the cursor).
+    pub range: Range<usize>,
+    /// A diagnostic's message, when the fix targets one.
+    pub message: Option<String>,
+}
+
+/// How long and how many times to sample, and which execution checks a candidate must also pass.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskBudget {
+    pub samples: usize,
+    pub time: Duration,
+    pub verify: VerifySettings,
+}
+
+impl Default for TaskBudget {
+    fn default() -> Self {
+        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::default() }
+    }
+}
+
+/// One file's change: `replace` (bytes of `old_text`) becomes `insert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// `None`: the task's own document.
+    pub path: Option<PathBuf>,
+    pub create: bool,
+    pub old_text: String,
+    pub replace: Range<usize>,
+    pub insert: String,
+}
+
+impl AsRef<FileChange> for FileChange {
+    fn as_ref(&self) -> &FileChange {
+        self
+    }
+}
+
+impl FileChange {
+    pub fn new_text(&self) -> String {
+        format!("{}{}{}", &self.old_text[..self.replace.start], self.insert, &self.old_text[self.replace.end..])
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskOutcome {
+    /// Empty when nothing verified.
+    pub changes: Vec<FileChange>,
+    pub title: String,
+    pub samples_tried: usize,
+    pub rejections: Vec<String>,
+    pub ms: u64,
+    /// The model tier that produced the edit (or tried last).
+    pub tier: Tier,
+}
+
+impl TaskOutcome {
+    pub fn verified(&self) -> bool {
+        !self.changes.is_empty()
+    }
+}
+
+/// Runs a task to completion (or to its budget).
+pub async fn run(
+    generator: &Generator<'_>,
+    kind: TaskKind,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let started = Instant::now();
+    // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
+    let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());
+    let mut outcome = match kind {
+        TaskKind::Fix => fix(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Tests => tests(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Regex => regex(generator, document, target, budget, &exec, cancel).await?,
+    };
+    if outcome.verified() {
+        outcome.title.push_str(&exec.summary());
+    }
+    outcome.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(outcome)
+}
+
+/// The outcome of sampling: the change found, or nothing verified, with what was tried.
+fn sampled(title: &str, found: Option<FileChange>, tried: usize, rejections: Vec<String>) -> TaskOutcome {
+    match found {
+        Some(change) => TaskOutcome { changes: vec![change], samples_tried: tried, rejections, ..nothing(title) },
+        None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
+    }
+}
+
+fn nothing(title: &str) -> TaskOutcome {
+    TaskOutcome {
+        changes: Vec::new(),
+        title: title.to_owned(),
+        samples_tried: 0,
+        rejections: Vec::new(),
+        ms: 0,
+        tier: Tier::Fast,
+    }
+}
+
+/// Samples the model on `task` until `accept` takes a candidate that also passes the execution checks, the
+/// samples run out or the time does. `accept` gets the answer as code (fences and prose of a chat answer taken
+/// off) and how it was prompted.
+async fn sample_until<T: AsRef<FileChange>>(
+    generator: &Generator<'_>,
+    task: &TaskPrompt,
+    max_tokens: usize,
+    budget: TaskBudget,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+    mut accept: impl FnMut(&str, PromptStyle) -> Result<T, Rejection>,
+) -> Result<(Option<T>, usize, Vec<String>), EngineError> {
+    let started = Instant::now();
+    let mut rejections = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for sample_idx in 0..budget.samples.max(1) {
+        let left = budget.time.saturating_sub(started.elapsed());
+        if left.is_zero() || cancel.is_cancelled() {
+            return Ok((None, sample_idx, rejections));
+        }
+        let sampling = if sample_idx == 0 {
+            Sampling::default()
+        } else {
+            Sampling { temperature: 0.3 + 0.2 * sample_idx as f32, seed: 17 + sample_idx as u32 }
+        };
+        let request = CompletionRequest {
+            lane: TASK_LANE,
+            header: String::new(),
+            prefix: String::new(),
+            suffix: String::new(),
+            mode: StopMode::Free,
+            indent: String::new(),
+            max_tokens,
+            max_lines: usize::MAX,
+            deadline: Instant::now() + left,
+            cancel: cancel.clone(),
+            raw_prompt: true,
+            stop_strings: Vec::new(),
+            sampling,
+            background: false,
+        };
+        let generated = generator.generate_task(task, request).await?;
+        let candidate = match generated.style {
+            PromptStyle::FewShot => generated.completion.text.clone(),
+            PromptStyle::ChatPrefilled => strip_code_fences(&generated.completion.text),
+            PromptStyle::Chat => first_code_block(&generated.completion.text),
+        };
+        if seen.contains(&candidate) {
+            continue;
+        }
+        match accept(&candidate, generated.style) {
+            Ok(found) => match exec.check(found.as_ref(), cancel).await {
+                Ok(()) => return Ok((Some(found), sample_idx + 1, rejections)),
+                Err(refusal) => {
+                    tracing::debug!(sample = sample_idx, %refusal, "candidate refused by an execution check");
+                    rejections.push(refusal);
+                }
+            },
+            Err(rejection) => {
+                tracing::debug!(sample = sample_idx, %rejection, "candidate refused");
+                tracing::trace!(sample = sample_idx, ?candidate, raw = ?generated.completion.text, "refused candidate");
+                rejections.push(rejection.to_string());
+            }
+        }
+        seen.push(candidate);
+    }
+    Ok((None, budget.samples, rejections))
+}
+
+/// The code of a chat answer: its first fenced block, or the whole answer when it has none.
+pub fn first_code_block(text: &str) -> String {
+    let Some(open) = text.find("```") else { return text.trim_matches('\n').to_owned() };
+    let body = &text[open + 3..];
+    let body = body.split_once('\n').map(|(_, body)| body).unwrap_or("");
+    let end = body.find("```").unwrap_or(body.len());
+    body[..end].trim_end().trim_start_matches('\n').to_owned()
+}
+
+/// The code-fence language tag of a language.
+fn fence_tag(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "rust",
+        Lang::TypeScript => "typescript",
+        Lang::Tsx => "tsx",
+    }
+}
+
+/// Whole lines around `node`: up to `max_bytes` before it and a third of that after, for an instruction prompt.
+fn surrounding_lines(text: &str, node: Range<usize>, max_bytes: usize) -> &str {
+    let mut start = node.start.saturating_sub(max_bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    if start > 0 {
+        start = text[start..node.start].find('\n').map_or(node.start, |at| start + at + 1);
+    }
+    let mut end = (node.end + max_bytes / 3).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        end = text[node.end..end].rfind('\n').map_or(node.end, |at| node.end + at);
+    }
+    &text[start..end]
+}
+
+/// Instruction-tuned models like to wrap code in Markdown fences; the code is what is checked.
+pub fn strip_code_fences(text: &str) -> String {
+    let trimmed = text.trim_start_matches('\n');
+    let Some(rest) = trimmed.strip_prefix("```") else { return text.to_owned() };
+    let body = rest.split_once('\n').map(|(_, body)| body).unwrap_or("");
+    let body = body.trim_end();
+    body.strip_suffix("```").unwrap_or(body).trim_end_matches('\n').to_owned()
+}
+
+fn language_name(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "Rust",
+        Lang::TypeScript | Lang::Tsx => "TypeScript",
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    line.chars().take(60).collect()
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn a_chat_answer_that_repeats_the_file_around_the_snippet_is_cut_to_the_snippet() {
+        let before = "use std::fmt;\n\n/// Doc.\n";
+        let after = "\n\nfn next() {}\n";
+        let answer = "use std::fmt;\n\n/// Doc.\nfn broken() {\n    fixed();\n}\n\nfn next() {}";
+        assert_eq!(without_repeated_context(answer, before, after), "fn broken() {\n    fixed();\n}");
+        // An answer with only the snippet is kept as it is.
+        assert_eq!(without_repeated_context("fn broken() {}", before, after), "fn broken() {}");
+    }
+
+    #[test]
+    fn a_rewrite_is_narrowed_to_what_changed() {
+        let text = "fn f() {\n    count\n}\n";
+        let node = 0..text.len() - 1;
+        let (range, insert) = narrow_rewrite(text, node, "fn f() {\n    counts\n}");
+        assert_eq!((range, insert.as_str()), (18..18, "s"));
+        let (range, insert) = narrow_rewrite("a é b", 0..6, "a è b");
+        assert_eq!((range, insert.as_str()), (2..4, "è"));
+    }
+
+    fn document(lang: Lang, text: &str) -> TaskDocument {
+        TaskDocument {
+            text: text.to_owned(),
+            lang,
+            tree: crate::parse::text(lang, text).unwrap(),
+            path: None,
+            version: 1,
+            revision: 0,
+            open_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn regex_spec_table() {
+        let cases = [
+            (
+                "// regex: ISO date, matches 2024-01-31, 1999-12-01, not 2024-1-31",
+                Some(("ISO date", vec!["2024-01-31", "1999-12-01"], vec!["2024-1-31"])),
+            ),
+            (
+                "/* pattern: hex byte, e.g. `ff`, `0A`, but not `g1` */",
+                Some(("hex byte", vec!["ff", "0A"], vec!["g1"])),
+            ),
+            ("// regex for a semantic version", Some(("for a semantic version", vec![], vec![]))),
+            ("// just a comment", None),
+        ];
+        for (comment, expected) in cases {
+            let got = parse_regex_spec(comment);
+            let expected = expected.map(|(description, positives, negatives)| RegexSpec {
+                description: description.to_owned(),
+                positives: positives.into_iter().map(str::to_owned).collect(),
+                negatives: negatives.into_iter().map(str::to_owned).collect(),
+            });
+            assert_eq!(got, expected, "{comment}");
+        }
+    }
+
+    #[test]
+    fn fix_node_is_the_smallest_statement_around_the_error() {
+        let text = "fn f() {\n    let a = 1;\n    let x = 1 +;\n    let y = 2;\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = text.find("+;").unwrap();
+        let node = fix_node(&doc, &TaskTarget { range: at..at + 1, message: None });
+        assert_eq!(&text[node], "let x = 1 +;");
+    }
+
+    #[test]
+    fn missing_tokens_are_the_first_repair() {
+        let text = "pub fn total(p: &[u32]) -> u32 {\n    let sum: u32 = p.iter().sum()\n    sum\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = text.find("sum()").unwrap();
+        let node = fix_node(&doc, &TaskTarget { range: at..at, message: None });
+        assert_eq!(missing_token_repair(&doc, node).as_deref(), Some("let sum: u32 = p.iter().sum();"));
+    }
+
+    #[test]
+    fn function_and_test_module_lookup() {
+        let text =
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
+        let doc = document(Lang::Rust, text);
+        let (range, name) = function_at(&doc, text.find("a + b").unwrap()).unwrap();
+        assert_eq!(name, "add");
+        assert!(text[range].starts_with("pub fn add"));
+        let at = existing_test_module(&doc).unwrap();
+        assert_eq!(&text[at..], "}\n");
+        let change = rust_test_change(&doc, Some(at), "    #[test]\n    fn t() {}\n");
+        assert!(
+            change.new_text().contains("use super::*;\n\n    #[test]\n    fn t() {}\n}\n"),
+            "{}",
+            change.new_text()
+        );
+    }
+
+    #[test]
+    fn arity_from_the_parameter_list() {
+        let rust = document(Lang::Rust, "impl A {\n    pub fn f(&self, a: u32, b: u32) -> u32 { a + b }\n}\n");
+        let (range, _) = function_at(&rust, rust.text.find("a + b").unwrap()).unwrap();
+        assert_eq!(function_arity(&rust, range), Some((2, 2)));
+        let ts = document(Lang::TypeScript, "export function f(a: number, b?: number, c = 1): number { return a; }\n");
+        let (range, _) = function_at(&ts, ts.text.find("return").unwrap()).unwrap();
+        assert_eq!(function_arity(&ts, range), Some((1, 3)));
+        let arrow = document(Lang::TypeScript, "export const g = (xs: number[]) => xs.length;\n");
+        let (range, _) = function_at(&arrow, arrow.text.find("xs.length").unwrap()).unwrap();
+        assert_eq!(function_arity(&arrow, range), Some((1, 1)));
+    }
+
+    #[test]
+    fn code_fences_are_stripped() {
+        assert_eq!(strip_code_fences("```rust\nlet x = 1;\n```"), "let x = 1;");
+        assert_eq!(strip_code_fences("```\nlet x = 1;\n"), "let x = 1;");
+        assert_eq!(strip_code_fences("let x = 1;"), "let x = 1;");
+    }
+
+    #[test]
+    fn regex_statements_in_each_language() {
+        assert_eq!(regex_statement(Lang::Rust, r"^\d+$", true), r#"let re = regex::Regex::new(r"^\d+$").unwrap();"#);
+        assert_eq!(regex_statement(Lang::Rust, r#"^"a"$"#, false), r###"const PATTERN: &str = r#"^"a"$"#;"###);
+        assert_eq!(regex_statement(Lang::TypeScript, r"^a/b\/c$", true), r"const re = /^a\/b\/c$/;");
+    }
+
+    #[test]
+    fn ts_paths_and_framework() {
+        assert_eq!(ts_test_path(Path::new("/p/src/math.ts")), PathBuf::from("/p/src/math.test.ts"));
+        let dir = std::env::temp_dir().join(format!("spark-fw-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("package.json"), r#"{"devDependencies": {"vitest": "^2"}}"#).unwrap();
+        assert_eq!(ts_framework(Some(&dir.join("src/math.ts"))), TsFramework::Vitest);
+        std::fs::write(dir.join("package.json"), r#"{"name": "x"}"#).unwrap();
+        assert_eq!(ts_framework(Some(&dir.join("src/math.ts"))), TsFramework::NodeTest);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,340 @@
+//! Test generation for the function under the cursor: a `#[test]` in the file's test module for Rust, a sibling `<name>.test.ts` (read from the editor's buffer when open) for TypeScript.
+
+use super::*;
+use crate::exec_check::Gate;
+use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::verify::check_tests;
+use spark_engine::EngineError;
+use spark_grammars::{smallest_capture, Lang};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
+
+/// The function under the cursor: its byte range and name.
+pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, String)> {
+    let root = document.tree.root_node();
+    let queries = document.lang.queries();
+    let source = document.text.as_bytes();
+    let function = smallest_capture(&queries.functions, "function", root, source, at, at)?;
+    let mut cursor = spark_grammars::tree_sitter::QueryCursor::new();
+    let name_idx = queries.functions.capture_index_for_name("name")?;
+    use spark_grammars::tree_sitter::StreamingIterator;
+    let mut matches = cursor.matches(&queries.functions, function, source);
+    while let Some(found) = matches.next() {
+        for capture in found.captures {
+            if capture.index == name_idx && function.byte_range().contains(&capture.node.start_byte()) {
+                let name = capture.node.utf8_text(source).ok()?.to_owned();
+                return Some((function.byte_range(), name));
+            }
+        }
+    }
+    None
+}
+
+pub(super) async fn tests(
+    generator: &Generator<'_>,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    budget: TaskBudget,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let Some((function, name)) = function_at(document, target.range.start) else {
+        return Ok(nothing("Spark: no function under the cursor"));
+    };
+    let title = format!("Spark: generate tests for `{name}`");
+    let arity = function_arity(document, function.clone());
+    let source = &document.text[function];
+    match document.lang {
+        Lang::Rust => {
+            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
+        }
+        Lang::TypeScript | Lang::Tsx => {
+            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
+                .await
+        }
+    }
+}
+
+pub(super) async fn rust_tests(
+    generator: &Generator<'_>,
+    document: &TaskDocument,
+    target: FunctionTarget<'_>,
+    title: &str,
+    budget: TaskBudget,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let FunctionTarget { source: function_source, name, arity } = target;
+    let header = format!("    #[test]\n    fn {name}_works() {{\n");
+    let task = TaskPrompt {
+        system: TESTS_SYSTEM.to_owned(),
+        instruction: format!(
+            "```rust\n{function_source}\n```\n\nWrite one test function for `{name}`, named `{name}_works`, marked \
+             `#[test]`. It goes inside `mod tests` with `use super::*;`, so `{name}` is in scope. Call `{name}` with a \
+             few concrete inputs and check each exact result with `assert_eq!` or `assert!`; work every expected \
+             value out from the code above, step by step, before you write it."
+        ),
+        few_shot: format!(
+            "pub fn add(a: i32, b: i32) -> i32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    \
+             #[test]\n    fn add_works() {{\n        assert_eq!(add(2, 3), 5);\n        assert_eq!(add(-1, 1), 0);\n    }}\n}}\n\n\
+             {function_source}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{header}"
+        ),
+        few_shot_stops: vec!["\n    }\n".to_owned(), "\n}\n".to_owned()],
+        chat_prefill: format!("```rust\n#[test]\nfn {name}_works() {{\n"),
+        chat_stops: vec!["```".to_owned()],
+    };
+    let existing = existing_test_module(document);
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
+        let test_fn = match style {
+            PromptStyle::FewShot => format!("{header}{}\n    }}\n", body.trim_end()),
+            // Prefilled up to the body: the answer is the body and the closing brace, at the top level.
+            PromptStyle::ChatPrefilled => {
+                indent_block(&format!("#[test]\nfn {name}_works() {{\n{}\n", body.trim_end()), "    ")
+            }
+            PromptStyle::Chat => indent_block(&format!("{}\n", body.trim()), "    "),
+        };
+        let change = rust_test_change(document, existing, &test_fn);
+        check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
+        Ok(change)
+    })
+    .await?;
+    Ok(sampled(title, found, tried, rejections))
+}
+
+pub(super) const TESTS_SYSTEM: &str =
+    "You write unit tests. Every expected value in an assertion is what the code really \
+    returns for that input: trace the code by hand before you write it. Answer with code only, in one code block.";
+
+/// `text` with `indent` before every non-empty line.
+pub(super) fn indent_block(text: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16 * indent.len());
+    for line in text.split_inclusive('\n') {
+        if !line.trim().is_empty() {
+            out.push_str(indent);
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The function tests are generated for.
+#[derive(Clone, Copy)]
+pub(super) struct FunctionTarget<'a> {
+    source: &'a str,
+    name: &'a str,
+    arity: Option<(usize, usize)>,
+}
+
+/// How many arguments the function takes (required ..= all), from its parameter list; `self` does not count.
+pub(super) fn function_arity(document: &TaskDocument, function: Range<usize>) -> Option<(usize, usize)> {
+    let root = document.tree.root_node();
+    let node = root.descendant_for_byte_range(function.start, function.end)?;
+    let mut stack = vec![node];
+    while let Some(current) = stack.pop() {
+        if let Some(parameters) = current.child_by_field_name("parameters") {
+            let mut cursor = parameters.walk();
+            let mut required = 0;
+            let mut all = 0;
+            for parameter in parameters.named_children(&mut cursor) {
+                let is_rest = parameter.kind() == "rest_pattern"
+                    || parameter.child_by_field_name("pattern").is_some_and(|pattern| pattern.kind() == "rest_pattern");
+                if is_rest {
+                    return Some((required, usize::MAX));
+                }
+                match parameter.kind() {
+                    "self_parameter" | "comment" => {}
+                    "optional_parameter" => all += 1,
+                    "required_parameter" if parameter.child_by_field_name("value").is_some() => all += 1,
+                    _ => {
+                        required += 1;
+                        all += 1;
+                    }
+                }
+            }
+            return Some((required, all));
+        }
+        let mut cursor = current.walk();
+        let children: Vec<_> = current.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    None
+}
+
+/// The byte offset just before the closing brace of the file's `#[cfg(test)] mod tests`, if there is one.
+pub(super) fn existing_test_module(document: &TaskDocument) -> Option<usize> {
+    let queries = document.lang.queries();
+    let root = document.tree.root_node();
+    let mut cursor = spark_grammars::tree_sitter::QueryCursor::new();
+    let index = queries.tests.capture_index_for_name("test_module")?;
+    use spark_grammars::tree_sitter::StreamingIterator;
+    let mut matches = cursor.matches(&queries.tests, root, document.text.as_bytes());
+    while let Some(found) = matches.next() {
+        for capture in found.captures {
+            if capture.index == index {
+                let end = capture.node.end_byte();
+                if document.text[..end].ends_with('}') {
+                    return Some(end - 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn rust_test_change(document: &TaskDocument, module_end: Option<usize>, test_fn: &str) -> FileChange {
+    match module_end {
+        Some(at) => FileChange {
+            path: None,
+            create: false,
+            old_text: document.text.clone(),
+            replace: at..at,
+            insert: format!("\n{test_fn}"),
+        },
+        None => {
+            let end = document.text.len();
+            let separator = if document.text.ends_with('\n') { "\n" } else { "\n\n" };
+            FileChange {
+                path: None,
+                create: false,
+                old_text: document.text.clone(),
+                replace: end..end,
+                insert: format!("{separator}#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{test_fn}}}\n"),
+            }
+        }
+    }
+}
+
+/// The test framework a TypeScript project uses, from the nearest package.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsFramework {
+    Vitest,
+    Jest,
+    NodeTest,
+}
+
+pub fn ts_framework(file: Option<&Path>) -> TsFramework {
+    let mut dir = file.and_then(Path::parent);
+    while let Some(current) = dir {
+        if let Ok(text) = std::fs::read_to_string(current.join("package.json")) {
+            if let Ok(package) = serde_json::from_str::<serde_json::Value>(&text) {
+                let has = |name: &str| {
+                    ["dependencies", "devDependencies"].iter().any(|section| package[section].get(name).is_some())
+                };
+                if has("vitest") {
+                    return TsFramework::Vitest;
+                }
+                if has("jest") || has("ts-jest") || has("@jest/globals") {
+                    return TsFramework::Jest;
+                }
+            }
+            return TsFramework::NodeTest;
+        }
+        dir = current.parent();
+    }
+    TsFramework::NodeTest
+}
+
+/// The files besides the document itself that a task on `path` reads (and may edit).
+pub fn files_read(kind: TaskKind, lang: Lang, path: &Path) -> Vec<PathBuf> {
+    match (kind, lang) {
+        (TaskKind::Tests, Lang::TypeScript | Lang::Tsx) => vec![ts_test_path(path)],
+        _ => Vec::new(),
+    }
+}
+
+/// `src/math.ts` → `src/math.test.ts`.
+pub fn ts_test_path(file: &Path) -> PathBuf {
+    let stem = file.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module");
+    let extension = file.extension().and_then(|ext| ext.to_str()).unwrap_or("ts");
+    file.with_file_name(format!("{stem}.test.{extension}"))
+}
+
+pub(super) async fn ts_tests(
+    generator: &Generator<'_>,
+    document: &TaskDocument,
+    target: FunctionTarget<'_>,
+    title: &str,
+    budget: TaskBudget,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> Result<TaskOutcome, EngineError> {
+    let FunctionTarget { source: function_source, name, arity } = target;
+    let framework = ts_framework(document.path.as_deref());
+    let (imports, example_assert) = match framework {
+        TsFramework::Vitest => ("import { test, expect } from \"vitest\";\n", "expect(add(2, 3)).toBe(5);"),
+        TsFramework::Jest => ("", "expect(add(2, 3)).toBe(5);"),
+        TsFramework::NodeTest => (
+            "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\n",
+            "assert.equal(add(2, 3), 5);",
+        ),
+    };
+    let header = format!("test(\"{name} works\", () => {{\n");
+    let assert_style = match framework {
+        TsFramework::Vitest | TsFramework::Jest => "`expect(...).toBe(...)` / `toEqual(...)`",
+        TsFramework::NodeTest => "`assert.equal` / `assert.deepEqual` from `node:assert/strict`",
+    };
+    let task = TaskPrompt {
+        system: TESTS_SYSTEM.to_owned(),
+        instruction: format!(
+            "```typescript\n{function_source}\n```\n\nWrite one test for `{name}`: a call \
+             `test(\"{name} works\", () => {{ ... }});`. The test file already starts with:\n```typescript\n\
+             {imports}import {{ {name} }} from \"./module\";\n```\nCall `{name}` with a few concrete inputs and \
+             check each exact result with {assert_style}; work every expected value out from the code above, step \
+             by step, before you write it."
+        ),
+        few_shot: format!(
+            "export function add(a: number, b: number): number {{\n  return a + b;\n}}\n\n// add.test.ts\n{imports}\
+             test(\"add works\", () => {{\n  {example_assert}\n}});\n\n{function_source}\n\n// {name}.test.ts\n{imports}{header}"
+        ),
+        few_shot_stops: vec!["\n});".to_owned(), "\n}\n".to_owned()],
+        chat_prefill: format!("```typescript\n{header}"),
+        chat_stops: vec!["```".to_owned()],
+    };
+    let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
+    let test_path = ts_test_path(&path);
+    let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
+    // The editor's buffer when the test file is open there (unsaved text counts), else the file on disk.
+    let existing = match document.open_file(&test_path) {
+        Some(open) => Some(open.text.clone()),
+        None => std::fs::read_to_string(&test_path).ok(),
+    };
+    let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
+        let test_code = match style {
+            PromptStyle::FewShot => format!("{header}{}\n}});\n", body.trim_end()),
+            PromptStyle::ChatPrefilled => format!("{header}{}\n", body.trim_end()),
+            PromptStyle::Chat => format!("{}\n", without_imports(body).trim()),
+        };
+        let change = match &existing {
+            Some(old_text) => {
+                let end = old_text.len();
+                let import = format!("import {{ {name} }} from \"{module}\";\n");
+                let needs_import = !old_text.contains(&import);
+                FileChange {
+                    path: Some(test_path.clone()),
+                    create: false,
+                    old_text: old_text.clone(),
+                    replace: end..end,
+                    insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+                }
+            }
+            None => FileChange {
+                path: Some(test_path.clone()),
+                create: true,
+                old_text: String::new(),
+                replace: 0..0,
+                insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
+            },
+        };
+        check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
+        Ok(change)
+    })
+    .await?;
+    Ok(sampled(title, found, tried, rejections))
+}
+
+/// A chat answer's test code without the import lines it may repeat (the test file has its own).
+pub(super) fn without_imports(code: &str) -> String {
+    code.lines().filter(|line| !line.trim_start().starts_with("import ")).collect::<Vec<_>>().join("\n")
+}

@@ -1,0 +1,822 @@
+//! The workspace: the open documents and their trees, the other-files ring, the settings and privacy rules, an
+//! injected engine (the real one, or a scripted one in tests), the remote endpoint and the strong tier — and the
+//! ghost-text policy over them: newest wins, an edit cancels what was computed for the old text, a stale answer
+//! is dropped, and background work (warm-up, prefetch, finishing cut work) never cancels a request.
+//!
+//! Front ends (the LSP server, the CLI, the MCP server) convert their own types to these calls; nothing here
+//! knows LSP or JSON-RPC. Documents are keyed by the front end's URI string (`file:///…`); the path, when the
+//! document has one, is given at open.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+use spark_engine::StopReason;
+use spark_engine::{CompletionRequest, Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Route, Settings};
+use crate::document::{Change, Document};
+use crate::position::{self, LspPosition, PositionEncoding};
+use crate::ring::{self, Ring};
+use crate::route::{Generator, Served};
+use crate::suggest;
+use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use crate::tiers::{self, StrongModel, Tier};
+use crate::verify;
+
+/// How a prefetch or the completion of a cut suggestion may use the model thread when nothing else needs it.
+const PREFETCH_BUDGET: Duration = Duration::from_millis(1500);
+/// How long a task (fix, tests, regex) may run before it is stopped: its sampling budget and a margin.
+const TASK_TIME_LIMIT: Duration = Duration::from_secs(30);
+/// What the strong tier's first load may add to a task's time limit.
+const STRONG_LOAD_MARGIN: Duration = Duration::from_secs(30);
+const NO_LATENCY: u64 = u64::MAX;
+
+/// Something the user should be told (the front end shows it its own way).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub level: NoticeLevel,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Error,
+    Warning,
+}
+
+/// A verified ghost-text suggestion and where it goes, in the workspace's position encoding.
+#[derive(Debug, Clone)]
+pub struct Suggestion {
+    pub text: String,
+    pub byte: usize,
+    pub position: LspPosition,
+    /// The identifier typed before the cursor, for completion-menu clients that filter by it.
+    pub word: String,
+    pub word_position: LspPosition,
+}
+
+/// A task asked for at a place of an open document.
+#[derive(Debug, Clone)]
+pub struct TaskRequest {
+    pub uri: String,
+    pub kind: TaskKind,
+    pub start: LspPosition,
+    pub end: LspPosition,
+    /// The document version the request was made for; `None` from a command typed by hand.
+    pub version: Option<i32>,
+    /// The diagnostic to fix, as a compiler or another server gave it.
+    pub message: Option<String>,
+}
+
+/// A verified task edit and the document snapshot it was made for.
+pub struct TaskResult {
+    pub snapshot: TaskDocument,
+    pub outcome: TaskOutcome,
+}
+
+type Notify = Box<dyn Fn(Notice) + Send + Sync>;
+
+pub struct Workspace {
+    engine: Arc<Engine>,
+    encoding: PositionEncoding,
+    documents: DashMap<String, Document>,
+    paths: DashMap<String, PathBuf>,
+    settings: RwLock<Settings>,
+    /// The running ghost-text request (or background work) of each document: a newer request or an edit
+    /// cancels it.
+    inflight: DashMap<String, (u64, CancellationToken)>,
+    next_request_id: AtomicU64,
+    last_latency_ms: AtomicU64,
+    /// The remote endpoint, when `remote.url` is configured; `None` otherwise (nothing leaves the machine).
+    remote: RwLock<Option<RemoteClient>>,
+    /// Set after the user was told the remote failed; cleared when it answers again (one notice, not one per
+    /// keystroke).
+    remote_warned: AtomicBool,
+    /// Recently opened or edited places, for the other-files context of ghost-text prompts.
+    ring: Mutex<Ring<String>>,
+    /// The tasks' strong tier, loaded on first need and unloaded when idle.
+    strong: Arc<StrongModel>,
+    background: Background,
+    notify: Notify,
+}
+
+/// The one scheduler of background work: spawned tasks are kept (and aborted at shutdown), and a document has
+/// at most one piece of work registered — background work only starts when nothing runs for the document.
+#[derive(Default)]
+struct Background {
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Background {
+    fn keep(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+    }
+
+    fn abort_all(&self) {
+        let tasks: Vec<_> = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).drain(..).collect();
+        for task in tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Workspace {
+    /// A workspace over `engine` (already started, loading or not). Must be called inside a tokio runtime:
+    /// the remote endpoint's connection is opened in the background.
+    pub fn new(
+        engine: Arc<Engine>,
+        settings: Settings,
+        encoding: PositionEncoding,
+        notify: impl Fn(Notice) + Send + Sync + 'static,
+    ) -> Workspace {
+        let workspace = Workspace {
+            engine,
+            encoding,
+            documents: DashMap::new(),
+            paths: DashMap::new(),
+            settings: RwLock::new(Settings::default()),
+            inflight: DashMap::new(),
+            next_request_id: AtomicU64::new(1),
+            last_latency_ms: AtomicU64::new(NO_LATENCY),
+            remote: RwLock::new(None),
+            remote_warned: AtomicBool::new(false),
+            ring: Mutex::new(Ring::default()),
+            strong: Arc::new(StrongModel::default()),
+            background: Background::default(),
+            notify: Box::new(notify),
+        };
+        workspace.configure_remote(&settings);
+        *workspace.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+        workspace
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    pub fn encoding(&self) -> PositionEncoding {
+        self.encoding
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Replaces the settings: the remote client is rebuilt when its settings changed, the model reloaded when
+    /// its settings changed (or it failed to load: the new settings may mend it).
+    pub fn set_settings(&self, settings: Settings) {
+        let old = std::mem::replace(
+            &mut *self.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            settings.clone(),
+        );
+        if old.remote != settings.remote {
+            self.configure_remote(&settings);
+        }
+        let new_config = settings.engine_config();
+        let model_unusable = matches!(self.engine.state(), EngineState::Failed { .. });
+        if old.engine_config() != new_config || model_unusable {
+            tracing::info!("model settings changed; reloading");
+            let _ = self.engine.reload(new_config);
+        }
+    }
+
+    /// Whether the text of `uri` must never reach a model (a secret-looking file or one `context.ignore` names).
+    pub fn is_excluded(&self, uri: &str) -> bool {
+        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).is_excluded(uri)
+    }
+
+    /// A snapshot of an open document (cheap: the rope and the tree are shared until changed).
+    pub fn document(&self, uri: &str) -> Option<Document> {
+        self.documents.get(uri).map(|document| document.clone())
+    }
+
+    /// Opens (or replaces) a document; `path` is where it lives on disk, when it does. Warms the model for it.
+    pub fn open(&self, uri: &str, path: Option<PathBuf>, language_id: &str, text: &str, version: i32) {
+        let lang = spark_grammars::Lang::from_language_id(language_id)
+            .or_else(|| spark_grammars::Lang::from_path(Path::new(uri.split(['?', '#']).next().unwrap_or(uri))));
+        self.documents.insert(uri.to_owned(), Document::new(text, language_id, lang, version));
+        match path {
+            Some(path) => self.paths.insert(uri.to_owned(), path),
+            None => self.paths.remove(uri).map(|(_, path)| path),
+        };
+        self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).touch(&uri.to_owned(), 0);
+        self.warm_up(uri);
+    }
+
+    /// Applies an edit: whatever was computed for the old text is cancelled (writes win). `false` when the
+    /// document is not open.
+    pub fn edit(&self, uri: &str, changes: &[Change], version: i32) -> bool {
+        let edited_line = changes.first().and_then(|change| change.range).map(|(start, _)| start.line as usize);
+        {
+            let Some(mut document) = self.documents.get_mut(uri) else {
+                tracing::warn!(uri, "an edit of a document that is not open; ignored");
+                return false;
+            };
+            if version <= document.version {
+                tracing::warn!(uri, old = document.version, new = version, "document version did not increase");
+            }
+            let report = document.apply_changes(changes, self.encoding, version);
+            if report.clamped_positions > 0 || report.inverted_ranges > 0 {
+                tracing::warn!(
+                    uri,
+                    clamped = report.clamped_positions,
+                    inverted = report.inverted_ranges,
+                    "edit ranges out of bounds; clamped"
+                );
+            }
+        }
+        if let Some(line) = edited_line {
+            self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).touch(&uri.to_owned(), line);
+        }
+        self.cancel_inflight(uri);
+        true
+    }
+
+    pub fn close(&self, uri: &str) {
+        self.cancel_inflight(uri);
+        self.documents.remove(uri);
+        self.paths.remove(uri);
+        self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).forget(&uri.to_owned());
+    }
+
+    /// Stops everything running: requests, background work, the model.
+    pub fn shutdown(&self) {
+        for entry in self.inflight.iter() {
+            entry.value().1.cancel();
+        }
+        self.background.abort_all();
+        self.engine.shutdown();
+    }
+
+    fn remote(&self) -> Option<RemoteClient> {
+        self.remote.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Builds (or drops) the remote client for these settings and opens its connection in the background.
+    fn configure_remote(&self, settings: &Settings) {
+        let client = if settings.remote.configured() {
+            match RemoteClient::new(settings.remote.client_config()) {
+                Ok(client) => Some(client),
+                Err(error) => {
+                    self.tell(NoticeLevel::Error, format!("Spark: remote.url: {error}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(client) = &client {
+            let warm = client.clone();
+            self.background.keep(tokio::spawn(async move {
+                if let Err(error) = warm.warm().await {
+                    tracing::warn!(%error, "remote endpoint not reachable at start-up; will retry");
+                }
+            }));
+        }
+        self.remote_warned.store(false, Ordering::Relaxed);
+        *self.remote.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = client;
+    }
+
+    fn tell(&self, level: NoticeLevel, message: String) {
+        (self.notify)(Notice { level, message });
+    }
+
+    /// Tells the user once that the remote failed and the local model serves instead.
+    fn note_remote(&self, error: Option<RemoteError>, served: Option<Served>) {
+        match error {
+            Some(RemoteError::Cancelled) => {}
+            Some(error) if !self.remote_warned.swap(true, Ordering::Relaxed) => {
+                let message =
+                    format!("Spark: the remote endpoint failed ({error}); the local model serves until it recovers");
+                self.tell(NoticeLevel::Warning, message);
+            }
+            Some(_) => {}
+            None if served == Some(Served::Remote) => self.remote_warned.store(false, Ordering::Relaxed),
+            None => {}
+        }
+    }
+
+    /// Ghost text at `position` of `uri`: a suggestion that passed the checks and is still current, or `None`.
+    /// A newer request for the same document or an edit cancels this one (it answers `None` at once), and so
+    /// does `cancel` (a front end's own cancellation; dropping the future stops the model too).
+    pub async fn suggest(&self, uri: &str, position: LspPosition, cancel: CancellationToken) -> Option<Suggestion> {
+        let engine = self.engine.clone();
+        let settings = self.settings();
+        let encoding = self.encoding;
+        let lane = suggest::lane_of(uri);
+        if settings.is_excluded(uri) {
+            return None;
+        }
+        // Read before the document is borrowed: it reads other documents of the store.
+        let extra = self.other_files_context(uri, &settings);
+        // Everything read from the document happens before the first await.
+        let prepared = {
+            let Some(document) = self.documents.get(uri) else {
+                tracing::warn!(uri, "suggestion asked for a document that is not open");
+                return None;
+            };
+            if !settings.inline_enabled_for(&document.language_id) {
+                return None;
+            }
+            let resolved = document.offset(position, encoding);
+            if resolved.clamped {
+                tracing::warn!(
+                    uri,
+                    line = position.line,
+                    character = position.character,
+                    "position out of range; clamped"
+                );
+            }
+            let path = suggest::display_path(uri);
+            suggest::prepare(&document, resolved.byte, Some(&path), &extra, lane, &settings.inline, cancel.clone())
+        };
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        if let Some((_, previous)) = self.inflight.insert(uri.to_owned(), (request_id, cancel.clone())) {
+            previous.cancel();
+        }
+        // A front end cancels a request by dropping its future: the guard then stops the model too.
+        let _stop_model_on_drop = cancel.clone().drop_guard();
+        let started = Instant::now();
+        let remote = self.remote();
+        let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
+        // A newer keystroke or an edit cancels this request: answer at once instead of waiting for the model
+        // thread to reach it.
+        let request = prepared.request.clone();
+        let result = tokio::select! {
+            result = generator.generate(prepared.request) => result,
+            _ = cancel.cancelled() => {
+                tracing::debug!(uri, "suggestion cancelled by a newer request or an edit");
+                return None;
+            }
+        };
+        let served = result.as_ref().ok().map(|generated| generated.served);
+        self.note_remote(generator.take_remote_error(), served);
+        self.inflight.remove_if(uri, |_, (id, _)| *id == request_id);
+        let completion = match result.map(|generated| generated.completion) {
+            Ok(completion) => completion,
+            Err(EngineError::Loading) => return None,
+            Err(error) => {
+                tracing::debug!(%error, "no suggestion");
+                return None;
+            }
+        };
+        let local = settings.inline.route == Route::Local;
+        // Cut by the deadline while generating: the whole suggestion is computed in the background and cached, for
+        // the next request in this state or typed along it.
+        let cut = completion.stop == StopReason::Deadline && completion.stats.n_generated > 0;
+        if cut && local {
+            self.continue_in_background(uri, request.clone());
+        }
+        if completion.text.is_empty() {
+            tracing::debug!(stop = ?completion.stop, "no suggestion");
+            let cold = completion.stop == StopReason::Deadline && completion.stats.n_generated == 0;
+            if cold && local {
+                self.finish_prompt_in_background(uri, request);
+            }
+            return None;
+        }
+        let document = self.document(uri)?;
+        if document.version != prepared.version || document.revision != prepared.revision {
+            tracing::debug!(uri, "suggestion dropped: the document changed while it was computed");
+            return None;
+        }
+        // The check parses the document with the suggestion in it: CPU work, kept off the async workers.
+        let checked = {
+            let (document, byte, text) = (document.clone(), prepared.byte, completion.text);
+            off_the_async_workers(move || verify::check_insertion(&document, byte, &text)).await
+        };
+        let text = checked?;
+        if self.documents.get(uri).is_none_or(|now| now.revision != prepared.revision) {
+            tracing::debug!(uri, "suggestion dropped: the document changed while it was checked");
+            return None;
+        }
+        if settings.inline.prefetch && local && !cut {
+            self.prefetch_accepted(uri, &document, prepared.byte, &text, &extra, &settings);
+        }
+        let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_latency_ms.store(latency, Ordering::Relaxed);
+        let word_start = suggest::word_start(&document, prepared.byte);
+        tracing::info!(
+            latency_ms = latency,
+            n_reused = completion.stats.n_reused,
+            n_decoded = completion.stats.n_decoded,
+            n_generated = completion.stats.n_generated,
+            "suggestion"
+        );
+        Some(Suggestion {
+            text,
+            byte: prepared.byte,
+            position: position::to_position(&document.rope, prepared.byte, encoding),
+            word: document.rope.byte_slice(word_start..prepared.byte).to_string(),
+            word_position: position::to_position(&document.rope, word_start, encoding),
+        })
+    }
+
+    /// After a suggestion is shown, computes the one for the state where it is accepted, so that accepting it
+    /// shows the next one from the cache. Low priority: the engine runs it only when no keystroke waits and
+    /// cancels it when one arrives; an edit of the document or a newer request cancels it too.
+    fn prefetch_accepted(
+        &self,
+        uri: &str,
+        document: &Document,
+        byte: usize,
+        shown: &str,
+        extra: &str,
+        settings: &Settings,
+    ) {
+        let engine = self.engine.clone();
+        let cancel = engine.background_token();
+        if !self.register_background(uri, &cancel) {
+            return;
+        }
+        let mut accepted = document.clone();
+        let shown = shown.to_owned();
+        let extra = extra.to_owned();
+        let path = suggest::display_path(uri);
+        let lane = suggest::lane_of(uri);
+        let inline = settings.inline.clone();
+        self.background.keep(tokio::spawn(async move {
+            // The same edit the client makes when the suggestion is accepted (reparsed incrementally).
+            let encoding = PositionEncoding::Utf8;
+            let at = position::to_position(&accepted.rope, byte, encoding);
+            let version = accepted.version;
+            accepted.apply_changes(&[Change { range: Some((at, at)), text: shown.clone() }], encoding, version);
+            let mut request =
+                suggest::prepare(&accepted, byte + shown.len(), Some(&path), &extra, lane, &inline, cancel).request;
+            request.background = true;
+            request.deadline = Instant::now() + PREFETCH_BUDGET;
+            let _ = engine.complete(request).await;
+        }));
+    }
+
+    /// Computes in the background the whole suggestion that the deadline cut, and caches it as the shown one: a
+    /// client that asks again in the same state (Helix's completion menu) or the user typing along it gets all
+    /// of it without a model call. Any keystroke cancels it.
+    fn continue_in_background(&self, uri: &str, mut request: CompletionRequest) {
+        let cancel = self.engine.background_token();
+        if !self.register_background(uri, &cancel) {
+            return;
+        }
+        request.background = true;
+        request.cancel = cancel;
+        request.deadline = Instant::now() + PREFETCH_BUDGET;
+        let engine = self.engine.clone();
+        self.background.keep(tokio::spawn(async move {
+            if let Ok(completion) = engine.complete(request.clone()).await {
+                request.background = false;
+                engine.remember(&request, &completion);
+            }
+        }));
+    }
+
+    /// The deadline came while the prompt was still being evaluated (a cold cache: the user switched files, or
+    /// jumped far): the rest of it is evaluated in the background, so that after a pause the next keystroke finds
+    /// it in the KV cache. Any keystroke cancels it; what was evaluated stays cached.
+    fn finish_prompt_in_background(&self, uri: &str, mut request: CompletionRequest) {
+        let cancel = self.engine.background_token();
+        if !self.register_background(uri, &cancel) {
+            return;
+        }
+        request.max_tokens = 0;
+        request.background = true;
+        request.cancel = cancel;
+        request.deadline = Instant::now() + Duration::from_secs(30);
+        let engine = self.engine.clone();
+        self.background.keep(tokio::spawn(async move {
+            let _ = engine.complete(request).await;
+        }));
+    }
+
+    /// Brings a freshly opened document's prompt into the KV cache, so that the first keystroke is warm.
+    fn warm_up(&self, uri: &str) {
+        let settings = self.settings();
+        if settings.is_excluded(uri) {
+            return;
+        }
+        let extra = self.other_files_context(uri, &settings);
+        let Some(document) = self.documents.get(uri) else {
+            return;
+        };
+        if !settings.inline_enabled_for(&document.language_id) {
+            return;
+        }
+        let cancel = self.engine.background_token();
+        let path = suggest::display_path(uri);
+        let request = suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri), cancel.clone());
+        drop(document);
+        // A warm-up never cancels a real request.
+        if !self.register_background(uri, &cancel) {
+            return;
+        }
+        let engine = self.engine.clone();
+        self.background.keep(tokio::spawn(async move {
+            let _ = engine.complete(request).await;
+        }));
+    }
+
+    /// Registers background work for `uri` only when nothing runs for it: background work never cancels a
+    /// request, and a later request or edit of the document cancels it.
+    fn register_background(&self, uri: &str, cancel: &CancellationToken) -> bool {
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        match self.inflight.entry(uri.to_owned()) {
+            dashmap::Entry::Occupied(_) => false,
+            dashmap::Entry::Vacant(vacant) => {
+                vacant.insert((request_id, cancel.clone()));
+                true
+            }
+        }
+    }
+
+    fn cancel_inflight(&self, uri: &str) {
+        if let Some((_, (_, token))) = self.inflight.remove(uri) {
+            token.cancel();
+        }
+    }
+
+    /// Chunks of other recently opened or edited documents for the front of a prompt in `uri` (never from
+    /// excluded files), within `context.otherFilesBytes`.
+    fn other_files_context(&self, uri: &str, settings: &Settings) -> String {
+        let budget = settings.context.other_files_bytes;
+        if budget == 0 {
+            return String::new();
+        }
+        let comment =
+            self.documents.get(uri).and_then(|document| document.lang).map_or("//", |lang| lang.line_comment());
+        let places = self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).chunks_for(&uri.to_owned());
+        let mut chunks = Vec::new();
+        let mut used = 0;
+        for place in places {
+            if used >= budget || settings.is_excluded(&place.key) {
+                continue;
+            }
+            let Some(document) = self.documents.get(&place.key) else {
+                continue;
+            };
+            let text = ring::cut(&document, place.start_line, budget - used);
+            used += text.len();
+            chunks.push((suggest::display_path(&place.key), text));
+        }
+        ring::render(&chunks, comment, budget)
+    }
+
+    /// Runs a task (fix, tests, regex) to a verified edit made for the document as it still is, or a message
+    /// saying plainly why there is none. The task runs on a blocking thread with a time limit (it parses every
+    /// candidate and matches regexes), so the caller's async workers stay free; `cancel` stops it.
+    pub async fn run_task(&self, task: &TaskRequest, cancel: CancellationToken) -> Result<TaskResult, String> {
+        let kind = task.kind;
+        let settings = self.settings();
+        if settings.is_excluded(&task.uri) {
+            return Err(
+                "Spark: this file is excluded from model context (a secret-looking name or context.ignore)".into()
+            );
+        }
+        let engine = self.engine.clone();
+        match engine.state() {
+            EngineState::Ready(_) => {}
+            EngineState::Loading { .. } => return Err("Spark's model is still loading; try again in a moment".into()),
+            EngineState::Failed { error } => return Err(format!("Spark: {error}")),
+        }
+        let (mut snapshot, target) = {
+            let document = self.documents.get(&task.uri).ok_or("Spark: the document is not open")?;
+            if let Some(version) = task.version {
+                verify::check_version(version, document.version)
+                    .map_err(|_| "Spark: the document changed since the action was listed; ask again".to_owned())?;
+            }
+            let lang = document.lang.ok_or("Spark: no grammar for this language")?;
+            let tree = document.tree.clone().ok_or("Spark: the document is too large to parse")?;
+            let start = document.offset(task.start, self.encoding).byte;
+            let end = document.offset(task.end, self.encoding).byte.max(start);
+            let snapshot = TaskDocument {
+                text: document.text(),
+                lang,
+                tree,
+                path: self.paths.get(&task.uri).map(|path| path.clone()),
+                version: document.version,
+                revision: document.revision,
+                open_files: Vec::new(),
+            };
+            (snapshot, TaskTarget { range: start..end, message: task.message.clone() })
+        };
+        snapshot.open_files = self.open_files_for(kind, &snapshot);
+        let _stop_model_on_drop = cancel.clone().drop_guard();
+        let route = match kind {
+            TaskKind::Fix => settings.remote.fix,
+            TaskKind::Tests => settings.remote.tests,
+            TaskKind::Regex => settings.remote.regex,
+        };
+        let remote = self.remote();
+        let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
+        let fast_config = settings.engine_config();
+        let fast_path = match &fast_config.model {
+            spark_engine::ModelSource::Path(path) => Some(path.clone()),
+            spark_engine::ModelSource::None => None,
+        };
+        let strong_path = settings.tasks.strong_model_path(fast_path.as_deref());
+        let job = {
+            let (engine, remote, cancel) = (engine.clone(), remote.clone(), cancel.clone());
+            let (strong_model, task_settings, strong_path) =
+                (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                runtime.block_on(async move {
+                    let generator = Generator::new(&engine, remote.as_ref(), route);
+                    let strong = strong_path.map(|path| (strong_model.as_ref(), path, fast_config));
+                    let outcome =
+                        tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel).await;
+                    (outcome, generator.take_remote_error(), snapshot)
+                })
+            })
+        };
+        // With a strong tier the task may take its budget twice over, and the strong model's first load.
+        // Execution checks (verify.*) may take their own time limit on top.
+        let mut limit = TASK_TIME_LIMIT;
+        if strong_path.is_some() {
+            limit += Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN;
+        }
+        if settings.verify.compile || settings.verify.run_tests {
+            limit += Duration::from_millis(settings.verify.timeout_ms);
+        }
+        let (outcome, remote_error, snapshot) = match tokio::time::timeout(limit, job).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(error)) => match error.try_into_panic() {
+                // Answered by the front end's panic guard, like a panic in the handler itself.
+                Ok(payload) => std::panic::resume_unwind(payload),
+                Err(error) => return Err(format!("Spark: the task stopped: {error}")),
+            },
+            Err(_) => {
+                cancel.cancel();
+                return Err(format!("Spark: the task took longer than {} s; stopped", limit.as_secs()));
+            }
+        };
+        let outcome = outcome.map_err(|error| format!("Spark: {error}"))?;
+        if strong_path.is_some() && outcome.tier == Tier::Strong {
+            // Unloaded once idle: a later task reloads it.
+            let strong = self.strong.clone();
+            let idle = Duration::from_secs(settings.tasks.strong_idle_secs.max(1));
+            self.background.keep(tokio::spawn(async move {
+                tokio::time::sleep(idle).await;
+                strong.unload_if_idle(idle).await;
+            }));
+        }
+        let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
+        self.note_remote(remote_error, served);
+        tracing::info!(
+            task = kind.command(),
+            tier = outcome.tier.name(),
+            verified = outcome.verified(),
+            samples = outcome.samples_tried,
+            ms = outcome.ms,
+            rejections = ?outcome.rejections,
+            "task"
+        );
+        if !outcome.verified() {
+            let reason =
+                outcome.rejections.last().map(|reason| format!(" (last candidate: {reason})")).unwrap_or_default();
+            return Err(format!("{}{reason}", kind.nothing_verified()));
+        }
+        let current = self.documents.get(&task.uri).map(|document| (document.version, document.revision));
+        let unchanged = current.is_some_and(|(version, revision)| {
+            verify::check_version(snapshot.version, version).is_ok() && revision == snapshot.revision
+        });
+        let others_unchanged = snapshot.open_files.iter().all(|file| {
+            let now = self.uri_of_path(&file.path).and_then(|uri| self.documents.get(&uri).map(|doc| doc.version));
+            now.is_none_or(|version| version == file.version)
+        });
+        if !unchanged || !others_unchanged {
+            return Err("Spark: the document changed while the edit was computed; ask again".to_owned());
+        }
+        Ok(TaskResult { snapshot, outcome })
+    }
+
+    fn uri_of_path(&self, path: &Path) -> Option<String> {
+        self.paths.iter().find(|entry| entry.value() == path).map(|entry| entry.key().clone())
+    }
+
+    /// The files besides the document that a task reads, from the store when the editor has them open (their
+    /// unsaved text, at its version); the task reads the others from disk.
+    fn open_files_for(&self, kind: TaskKind, snapshot: &TaskDocument) -> Vec<OpenFile> {
+        let Some(path) = snapshot.path.as_deref() else { return Vec::new() };
+        tasks::files_read(kind, snapshot.lang, path)
+            .into_iter()
+            .filter_map(|path| {
+                let uri = self.uri_of_path(&path)?;
+                let document = self.documents.get(&uri)?;
+                Some(OpenFile { path, text: document.text(), version: document.version })
+            })
+            .collect()
+    }
+
+    /// The model's state, the last latency, the remote, the execution tier, the strong tier and the engine's
+    /// counters (`spark/status`).
+    pub fn status_json(&self) -> Value {
+        let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
+        let counters = self.engine.counters();
+        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut status = state_json(&self.engine.state());
+        status["remote"] = match self.remote() {
+            None => json!({"configured": false}),
+            Some(remote) => {
+                let counters = remote.counters();
+                let (health, last_error) = match remote.health() {
+                    RemoteHealth::Up => ("up", Value::Null),
+                    RemoteHealth::Down { last_error, .. } => ("down", json!(last_error)),
+                };
+                json!({
+                    "configured": true, "url": remote.config().url, "model": remote.config().model,
+                    "health": health, "lastError": last_error,
+                    "requests": counters.n_requests, "connections": counters.n_connects, "failures": counters.n_failures,
+                })
+            }
+        };
+        let verify = self.settings().verify;
+        status["verify"] = json!({
+            "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
+            "commands": verify.commands(),
+        });
+        status["strongTier"] = match self.strong.loaded_path() {
+            Some(path) => json!({"loaded": true, "path": path}),
+            None => json!({"loaded": false}),
+        };
+        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
+        status["counters"] = json!({
+            "requests": counters.requests.load(Ordering::Relaxed),
+            "superseded": counters.superseded.load(Ordering::Relaxed),
+            "cancelled": counters.cancelled.load(Ordering::Relaxed),
+            "nPrompt": counters.n_prompt.load(Ordering::Relaxed),
+            "nReused": counters.n_reused.load(Ordering::Relaxed),
+            "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
+            "nGenerated": counters.n_generated.load(Ordering::Relaxed),
+            "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
+            "nCopied": counters.n_copied.load(Ordering::Relaxed),
+            "nDrafted": counters.n_drafted.load(Ordering::Relaxed),
+            "nAccepted": counters.n_accepted.load(Ordering::Relaxed),
+            "last": last.map(|stats| json!({
+                "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
+                "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
+                "slot": stats.slot, "nCopied": stats.n_copied, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+            })),
+        });
+        status
+    }
+
+    /// The engine's most recent model calls with their counters and timings, oldest first.
+    pub fn recent_calls_json(&self) -> Value {
+        let recent = self.engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        Value::Array(
+            recent
+                .iter()
+                .map(|call| {
+                    let stats = call.stats;
+                    json!({
+                        "stop": format!("{:?}", call.stop), "background": call.background, "producedBytes": call.produced,
+                        "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
+                        "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
+                        "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
+                        "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
+                        "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The model's state as `spark/status` and `spark/statusChanged` report it.
+pub fn state_json(state: &EngineState) -> Value {
+    match state {
+        EngineState::Loading { path } => {
+            json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null})
+        }
+        EngineState::Ready(info) => json!({
+            "state": "ready",
+            "message": format!("{} ready", info.name),
+            "model": {
+                "path": info.path, "name": info.name, "arch": info.architecture, "sizeBytes": info.size_bytes,
+                "fim": info.fim.as_ref().map(|fim| format!("{:?}", fim.family)), "threads": info.threads,
+                "nCtx": info.n_ctx, "loadMs": info.load_ms,
+            },
+        }),
+        EngineState::Failed { error } => {
+            json!({"state": "failed", "message": error.to_string(), "model": null})
+        }
+    }
+}
+
+/// Runs CPU work (a parse, a verification) on tokio's blocking pool, so the async workers (which read a front
+/// end's input) only wait. A panic in `work` is resumed here, for the front end's panic guard.
+pub async fn off_the_async_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            Err(error) => panic!("blocking work cancelled: {error}"),
+        },
+    }
+}
