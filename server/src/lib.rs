@@ -9,6 +9,7 @@ pub mod edit_check;
 pub mod exec_check;
 pub mod framing;
 pub mod lsp;
+pub mod mcp;
 pub mod position;
 pub mod ring;
 pub mod route;
