@@ -56,6 +56,7 @@ test-editors:
 bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
 	$(CARGO) run --release -p spark-tests --bin remote-bench
+	$(CARGO) run --release -p spark-tests --bin mcp-bench
 
 # The execution-checked evaluation (docs/eval.md): about 35 minutes on 2 busy cores for the default model (the task budget, 12 s a case, dominates).
 # EVAL_ARGS: --quick, --tasks ghost,fix,tests,regex, --model PATH (repeatable), --all-models.
