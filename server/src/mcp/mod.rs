@@ -424,9 +424,8 @@ impl ServerHandler for SparkMcp {
             ))
     }
 
-    /// Arguments that do not fit a tool's schema (wrong types, unknown fields) are tool errors that name the
-    /// field, so that an agent can correct the call (MCP asks for input errors as tool results); rmcp's router
-    /// answers them as JSON-RPC errors.
+    /// Arguments that do not fit a tool's schema (wrong types, unknown fields) are tool errors that name the tool
+    /// and the field, so that an agent can correct the call (MCP asks for input errors as tool results).
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -443,6 +442,15 @@ impl ServerHandler for SparkMcp {
                 format!("no tool named {name:?}; the tools are complete, fix, generate_tests, generate_regex, check"),
                 None,
             )),
+            Ok(CallToolResponse::Complete(mut result)) if result.is_error == Some(true) => {
+                // rmcp words a deserialization error without the tool's name.
+                if let Some(text) = result.content.first().and_then(ContentBlock::as_text) {
+                    if !text.text.starts_with(&format!("{name}:")) {
+                        result.content = vec![ContentBlock::text(format!("{name}: {}", text.text))];
+                    }
+                }
+                Ok(CallToolResponse::Complete(result))
+            }
             other => other,
         }
     }
