@@ -62,6 +62,10 @@ fn workspace(name: &str) -> PathBuf {
     write("src/other.rs", other);
     write("src/written.rs", other);
     write("src/tested.rs", "pub fn double(x: i32) -> i32 {\n    x * 2\n}\n");
+    // A clean crate of its own for the execution tier (cargo check, cargo test in a scratch copy).
+    std::fs::create_dir_all(root.join("exec/src")).unwrap();
+    write("exec/Cargo.toml", "[package]\nname = \"exec\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n");
+    write("exec/src/lib.rs", "pub fn double(x: i32) -> i32 {\n    x * 2\n}\n");
     std::fs::write(dir.join("outside.rs"), "pub fn secret() -> u32 {\n    7\n}\n").unwrap();
     std::os::unix::fs::symlink(dir.join("outside.rs"), root.join("src/link.rs")).unwrap();
     std::os::unix::fs::symlink(&dir, root.join("up")).unwrap();
@@ -104,6 +108,7 @@ fn the_python_sdk_calls_every_tool_and_the_server_survives_bad_input() {
         "path_escapes",
         "huge_input",
         "concurrent_calls",
+        "execution_tier",
         "cancellation",
         "fix_write_with_allow_write",
     ];

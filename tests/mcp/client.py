@@ -178,12 +178,33 @@ async def main_session():
                 ok = paths == [["src/lib.rs"], ["src/other.rs"]] and (third.structured_content or {}).get("line") == 3
                 return ok, f"fix paths {paths}, complete line {(third.structured_content or {}).get('line')}"
 
+            async def execution_tier():
+                # The toolchain runs in a scratch copy: the first cargo build there takes a while.
+                compiled = await call(session, "check", {
+                    "file": "exec/src/lib.rs", "old_text": "x * 2", "new_text": "x * 3", "compile": True}, 600)
+                refused = await call(session, "check", {
+                    "file": "exec/src/lib.rs", "old_text": "x * 2", "new_text": "x * \"2\"", "compile": True}, 600)
+                rows = {row["check"]: row for row in (compiled.structured_content or {}).get("checks", [])}
+                compiles = rows.get("compiles", {})
+                refused_rows = {row["check"]: row for row in (refused.structured_content or {}).get("checks", [])}
+                type_error = refused_rows.get("compiles", {})
+                tests = await call(session, "generate_tests", {
+                    "file": "exec/src/lib.rs", "function": "double", "run": True, "deadline_ms": 500000}, 600)
+                data = tests.structured_content or {}
+                if data.get("verified"):
+                    ran = "cargo test" in data["summary"]
+                else:
+                    ran = data.get("changes") == [] and "no verified tests" in data.get("summary", "")
+                ok = (compiles.get("passed") is True and "cargo check" in compiles.get("detail", "")
+                      and type_error.get("passed") is False and not tests.is_error and ran)
+                return ok, f"check: {compiles}; type error: {type_error}; tests: {data.get('summary') or text_of(tests)}"
+
             for name, body in [
                 ("list_tools", list_tools), ("fix", fix), ("fix_write_without_allow_write", fix_write_refused),
                 ("generate_regex", regex), ("check_good_edit", check_good), ("check_bad_edit", check_bad),
                 ("check_regex_examples", check_regex), ("complete", complete), ("generate_tests", generate_tests),
                 ("bad_arguments", bad_arguments), ("path_escapes", path_escapes), ("huge_input", huge_input),
-                ("concurrent_calls", concurrent),
+                ("concurrent_calls", concurrent), ("execution_tier", execution_tier),
             ]:
                 await scenario(name, body)
     log.close()

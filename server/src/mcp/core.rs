@@ -568,7 +568,11 @@ impl Core {
                             detail: "not checked: no Cargo.toml or package.json above the file, or no toolchain".into(),
                         }
                     } else {
-                        CheckRow { check: "compiles".into(), passed: true, detail: ran.trim().to_owned() }
+                        CheckRow {
+                            check: "compiles".into(),
+                            passed: true,
+                            detail: ran.trim().trim_start_matches('(').trim_end_matches(')').to_owned(),
+                        }
                     }
                 }
                 Err(refusal) => CheckRow { check: "compiles".into(), passed: false, detail: refusal },
