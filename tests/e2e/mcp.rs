@@ -156,10 +156,11 @@ struct Raw {
 }
 
 impl Raw {
-    fn start(root: &Path, log: &Path) -> Raw {
+    fn start(root: &Path, log: &Path, extra: &[&str]) -> Raw {
         let mut child = Command::new(server_binary())
             .args(["mcp", "--strong-model", "none", "--root"])
             .arg(root)
+            .args(extra)
             .env("SPARK_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -207,7 +208,7 @@ fn malformed_json_rpc_and_huge_lines_leave_the_server_answering() {
     require_model();
     let root = workspace("mcp-raw");
     let _lock = spark_tests::model_lock();
-    let mut raw = Raw::start(&root, &root.parent().unwrap().join("raw.log"));
+    let mut raw = Raw::start(&root, &root.parent().unwrap().join("raw.log"), &[]);
     let init = raw.request(
         1,
         "initialize",
@@ -265,4 +266,33 @@ fn malformed_json_rpc_and_huge_lines_leave_the_server_answering() {
     drop(raw.stdin);
     let status = raw.child.wait().unwrap();
     assert!(status.success(), "the server exits cleanly when stdin closes: {status}");
+}
+
+#[test]
+fn without_a_model_tools_that_need_it_say_so_and_check_still_answers() {
+    let root = workspace("mcp-no-model");
+    let log = root.parent().unwrap().join("no-model.log");
+    let mut raw = Raw::start(&root, &log, &["--model", "/nonexistent/spark/mcp.gguf"]);
+    raw.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let fix = raw.request(
+        2,
+        "tools/call",
+        json!({"name": "fix", "arguments": {"file": "src/lib.rs", "line": 2, "column": 39}}),
+    );
+    assert_eq!(fix["result"]["isError"], true, "{fix}");
+    let message = fix["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(message.contains("the model is not available") && message.contains("does not exist"), "{message}");
+    let check = raw.request(
+        3,
+        "tools/call",
+        json!({"name": "check", "arguments": {"file": "src/lib.rs", "old_text": "sum()\n", "new_text": "sum();\n"}}),
+    );
+    assert_eq!(check["result"]["structuredContent"]["ok"], true, "{check}");
+    drop(raw.stdin);
+    assert!(raw.child.wait().unwrap().success());
 }
