@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model tools build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
+.PHONY: all deps model tools mcp-client build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
 
 all: build
 
@@ -20,6 +20,10 @@ model:
 # The pinned TypeScript compiler under target/tools, for the execution-check tests (tests/e2e/exec.rs).
 tools: deps
 	@bash scripts/install-tsc.sh
+
+# The real MCP clients of tests/e2e/mcp.rs: the Python SDK in target/mcp-venv, the MCP Inspector in target/tools.
+mcp-client: deps
+	@bash scripts/install-mcp-client.sh
 
 build: deps
 	$(CARGO) build --release --workspace --bins
@@ -36,7 +40,7 @@ demo: deps model build
 
 # Lint first (a gate), then every suite through scripts/test-all.sh: it runs each to its end and finishes with
 # one line, `N passed, N failed`, over the cargo tests, the editor tests and the fuzz smoke run.
-test: deps model tools build llama-server lint
+test: deps model tools mcp-client build llama-server lint
 	@bash scripts/test-all.sh
 
 test-rust:
@@ -52,6 +56,7 @@ test-editors:
 bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
 	$(CARGO) run --release -p spark-tests --bin remote-bench
+	$(CARGO) run --release -p spark-tests --bin mcp-bench
 
 # The execution-checked evaluation (docs/eval.md): about 35 minutes on 2 busy cores for the default model (the task budget, 12 s a case, dominates).
 # EVAL_ARGS: --quick, --tasks ghost,fix,tests,regex, --model PATH (repeatable), --all-models.

@@ -45,6 +45,8 @@ pub enum Command {
     Tests(TaskArgs),
     /// Generate a regex from the comment at a position (with its examples); prints a unified diff.
     Regex(TaskArgs),
+    /// Serve MCP over stdio for coding agents: complete, fix, generate_tests, generate_regex, check (docs/mcp.md).
+    Mcp(crate::mcp::McpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -321,6 +323,12 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     engine.shutdown();
+    let mcp = if code == ExitCode::SUCCESS {
+        "usable: `spark-lsp mcp --root DIR` (stdio; docs/mcp.md)"
+    } else {
+        "not usable until the model loads (see fix above)"
+    };
+    println!("mcp:          {mcp}");
     Ok(code)
 }
 

@@ -1,6 +1,8 @@
-//! Spark's LSP server: conversion between LSP and the `spark-ide` core, dispatch, framing, and the CLI.
+//! Spark's LSP server: conversion between LSP and the `spark-ide` core, dispatch, framing, the CLI and the MCP
+//! server for coding agents.
 
 pub mod actions;
 pub mod cli;
 pub mod framing;
 pub mod lsp;
+pub mod mcp;

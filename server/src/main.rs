@@ -32,6 +32,7 @@ fn main() -> ExitCode {
             Command::Fix(args) => cli::task(TaskKind::Fix, args).await,
             Command::Tests(args) => cli::task(TaskKind::Tests, args).await,
             Command::Regex(args) => cli::task(TaskKind::Regex, args).await,
+            Command::Mcp(args) => spark_lsp::mcp::serve(args).await,
         }
     });
     // The framing guard keeps a read of stdin in flight on a blocking thread; after `exit` nothing waits for it
@@ -71,6 +72,6 @@ fn prefer_bounded_openmp_spinning() {
 /// Logs go to stderr (stdout carries LSP), filtered by `SPARK_LOG` (default `info`).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SPARK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,llama_cpp_2=warn,llama-cpp-2=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,llama_cpp_2=warn,llama-cpp-2=warn,rmcp=warn"));
     tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).init();
 }

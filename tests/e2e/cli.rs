@@ -55,8 +55,15 @@ fn doctor_reports_the_model() {
     let output = Command::new(server_binary()).arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    for expected in ["architecture: gemma3", "fill-in:", "threads:", "cpu features:", "load time:", "status:       ok"]
-    {
+    for expected in [
+        "architecture: gemma3",
+        "fill-in:",
+        "threads:",
+        "cpu features:",
+        "load time:",
+        "status:       ok",
+        "mcp:          usable",
+    ] {
         assert!(stdout.contains(expected), "doctor output lacks {expected:?}:\n{stdout}");
     }
 }
