@@ -1,0 +1,136 @@
+//! The workspace's ghost-text policy and task path in process, against the scripted engine (the real engine
+//! around canned outputs): no LSP, no model file. Each test drives one branch of `Workspace::suggest` or
+//! `Workspace::run_task`.
+
+use std::sync::{Arc, Mutex};
+
+use spark_engine::Engine;
+use spark_ide::config::Settings;
+use spark_ide::document::Change;
+use spark_ide::position::{LspPosition, PositionEncoding};
+use spark_ide::tasks::TaskKind;
+use spark_ide::{Notice, TaskRequest, Workspace};
+use tokio_util::sync::CancellationToken;
+
+const URI: &str = "file:///p/src/lib.rs";
+const TEXT: &str = "fn answer() -> u32 {\n    let x = \n    x\n}\n";
+
+fn at(line: u32, character: u32) -> LspPosition {
+    LspPosition { line, character }
+}
+
+/// A workspace over a scripted engine whose every request "generates" `output`; notices are collected.
+fn workspace(output: &str) -> (Workspace, Arc<Mutex<Vec<Notice>>>) {
+    let engine = Arc::new(Engine::start_scripted(vec![output.to_owned()]));
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = notices.clone();
+    let workspace = Workspace::new(engine, Settings::default(), PositionEncoding::Utf16, move |notice| {
+        sink.lock().unwrap().push(notice)
+    });
+    (workspace, notices)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn a_suggestion_is_checked_and_placed_at_the_cursor() {
+    runtime().block_on(async {
+        let (workspace, notices) = workspace("42;");
+        workspace.open(URI, None, "rust", TEXT, 1);
+        let found = workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.expect("a suggestion");
+        assert_eq!(found.text, "42;");
+        assert_eq!((found.position.line, found.position.character), (1, 12));
+        assert_eq!(found.byte, TEXT.find("\n    x").unwrap());
+        assert!(notices.lock().unwrap().is_empty());
+        assert!(workspace.status_json()["lastLatencyMs"].is_u64());
+    });
+}
+
+#[test]
+fn a_suggestion_that_adds_a_syntax_error_is_not_shown() {
+    runtime().block_on(async {
+        // `)` closes nothing: inserted at the cursor it breaks the line.
+        let (workspace, _) = workspace(") ) )");
+        workspace.open(URI, None, "rust", TEXT, 1);
+        assert!(workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.is_none());
+    });
+}
+
+#[test]
+fn excluded_and_unknown_documents_get_nothing() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("42;");
+        workspace.open("file:///p/.env", None, "rust", TEXT, 1);
+        assert!(workspace.suggest("file:///p/.env", at(1, 12), CancellationToken::new()).await.is_none());
+        assert!(workspace.suggest("file:///p/never-opened.rs", at(0, 0), CancellationToken::new()).await.is_none());
+        let request = TaskRequest {
+            uri: "file:///p/.env".into(),
+            kind: TaskKind::Fix,
+            start: at(1, 12),
+            end: at(1, 12),
+            version: None,
+            message: None,
+        };
+        let error = workspace.run_task(&request, CancellationToken::new()).await.err().expect("refused");
+        assert!(error.contains("excluded"), "{error}");
+    });
+}
+
+#[test]
+fn a_cancelled_request_answers_nothing() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("42;");
+        workspace.open(URI, None, "rust", TEXT, 1);
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        assert!(workspace.suggest(URI, at(1, 12), cancel).await.is_none());
+        // The next request is served as usual.
+        assert!(workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.is_some());
+    });
+}
+
+#[test]
+fn edits_move_the_cursor_and_positions_out_of_range_are_clamped() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("42;");
+        workspace.open(URI, None, "rust", TEXT, 1);
+        let shown = workspace.suggest(URI, at(1, 12), CancellationToken::new()).await;
+        assert_eq!(shown.map(|found| found.text).as_deref(), Some("42;"));
+        let typed = Change { range: Some((at(1, 12), at(1, 12))), text: "4".into() };
+        assert!(workspace.edit(URI, &[typed], 2));
+        assert_eq!(workspace.document(URI).unwrap().version, 2);
+        // Typed along the shown suggestion "42;": the rest of it.
+        let found = workspace.suggest(URI, at(1, 13), CancellationToken::new()).await;
+        assert_eq!(found.map(|found| found.text).as_deref(), Some("2;"));
+        // Line 99 does not exist: clamped to the end, answered or not, never a panic.
+        let _ = workspace.suggest(URI, at(99, 99), CancellationToken::new()).await;
+        assert!(!workspace.edit("file:///p/not-open.rs", &[], 1));
+    });
+}
+
+#[test]
+fn a_task_is_made_for_the_version_it_answers() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("");
+        let broken = "pub fn f(a: u32) -> u32 {\n    let x = a + 1\n    x\n}\n";
+        workspace.open(URI, None, "rust", broken, 3);
+        let mut request = TaskRequest {
+            uri: URI.into(),
+            kind: TaskKind::Fix,
+            start: at(1, 16),
+            end: at(1, 16),
+            version: Some(2),
+            message: None,
+        };
+        let error = workspace.run_task(&request, CancellationToken::new()).await.err().expect("refused");
+        assert!(error.contains("changed since"), "{error}");
+        // At the right version the grammar's missing `;` repair verifies (the scripted model writes nothing).
+        request.version = Some(3);
+        let done = workspace.run_task(&request, CancellationToken::new()).await.expect("a verified fix");
+        assert_eq!(done.snapshot.version, 3);
+        let fixed = done.outcome.changes[0].new_text();
+        assert!(fixed.contains("let x = a + 1;"), "{fixed}");
+    });
+}
