@@ -4,5 +4,7 @@
 pub mod actions;
 pub mod cli;
 pub mod framing;
+pub mod guard;
 pub mod lsp;
 pub mod mcp;
+pub mod progress;

@@ -3,23 +3,21 @@
 //! `spark/recentCalls`; see docs/lsp-extensions.md). The ghost-text policy, the tasks and their verification live
 //! in [`spark_ide::Workspace`].
 
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use dashmap::DashMap;
-use futures::FutureExt;
 use serde_json::{json, Value};
-use spark_engine::{Engine, EngineState};
+use spark_engine::Engine;
 use spark_ide::config::Settings;
 use spark_ide::document::Change;
 use spark_ide::position::{LspPosition, PositionEncoding};
-use spark_ide::workspace::{state_json, Notice, NoticeLevel, TaskRequest, Workspace};
+use spark_ide::workspace::{Notice, NoticeLevel, TaskRequest, Workspace};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::jsonrpc::{Error as JsonRpcError, ErrorCode, Id, Request, Response, Result};
+use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
-use tower_lsp_server::{Client, ExitedError, LanguageServer, LspService};
+use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use crate::actions::{self, ActionData};
 
@@ -46,66 +44,14 @@ pub struct Spark {
     test_panic: Option<String>,
 }
 
-/// The service with Spark's custom methods registered, every handler behind [`CatchPanic`].
-pub fn service() -> (CatchPanic<LspService<Spark>>, tower_lsp_server::ClientSocket) {
+/// The service with Spark's custom methods registered, every handler behind the panic guard.
+pub fn service() -> (crate::guard::CatchPanic<LspService<Spark>>, tower_lsp_server::ClientSocket) {
     let (service, socket) = LspService::build(Spark::new)
         .custom_method("textDocument/inlineCompletion", Spark::inline_completion)
         .custom_method("spark/status", Spark::status)
         .custom_method("spark/recentCalls", Spark::recent_calls)
         .finish();
-    (CatchPanic(service), socket)
-}
-
-/// The one wrapper every request and notification goes through: a panic in a handler is logged and answered
-/// with an internal error (a notification's is only logged), and the server reads the next message. Without it
-/// the panic unwinds through tower-lsp's loop and the server stops answering.
-#[derive(Debug, Clone)]
-pub struct CatchPanic<S>(pub S);
-
-impl<S> tower_service::Service<Request> for CatchPanic<S>
-where
-    S: tower_service::Service<Request, Response = Option<Response>, Error = ExitedError>,
-    S::Future: Send + 'static,
-{
-    type Response = Option<Response>;
-    type Error = ExitedError;
-    type Future = futures::future::BoxFuture<'static, std::result::Result<Option<Response>, ExitedError>>;
-
-    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::result::Result<(), ExitedError>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let id = request.id().cloned();
-        let method = request.method().to_owned();
-        let inner = &mut self.0;
-        let future = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
-            Ok(future) => future,
-            Err(payload) => return Box::pin(futures::future::ready(Ok(answer_panic(id, &method, payload.as_ref())))),
-        };
-        Box::pin(async move {
-            match AssertUnwindSafe(future).catch_unwind().await {
-                Ok(result) => result,
-                Err(payload) => Ok(answer_panic(id, &method, payload.as_ref())),
-            }
-        })
-    }
-}
-
-/// The error response to a handler's panic (none for a notification), after logging it.
-fn answer_panic(id: Option<Id>, method: &str, payload: &(dyn std::any::Any + Send)) -> Option<Response> {
-    let reason = payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned());
-    tracing::error!(method, %reason, "panic in a handler; answered with an internal error");
-    let error = JsonRpcError {
-        code: ErrorCode::InternalError,
-        message: format!("Spark: internal error in {method} (see the server log)").into(),
-        data: None,
-    };
-    id.map(|id| Response::from_error(id, error))
+    (crate::guard::CatchPanic(service), socket)
 }
 
 impl Spark {
@@ -177,43 +123,8 @@ impl Spark {
     }
 
     fn spawn_status_watcher(&self, engine: Arc<Engine>) {
-        let client = self.client.clone();
         let has_progress = self.client_has_progress.load(Ordering::Relaxed);
-        let handle = tokio::spawn(async move {
-            let mut states = engine.subscribe();
-            let mut progress = None;
-            let mut progress_serial = 0u32;
-            loop {
-                let state = states.borrow_and_update().clone();
-                client.send_notification::<StatusChanged>(state_json(&state)).await;
-                match &state {
-                    EngineState::Loading { path } => {
-                        if has_progress && progress.is_none() {
-                            progress_serial += 1;
-                            let token = NumberOrString::String(format!("spark/model-load/{progress_serial}"));
-                            if client.create_work_done_progress(token.clone()).await.is_ok() {
-                                let message = format!("loading {}", path.display());
-                                progress = Some(client.progress(token, "Spark").with_message(message).begin().await);
-                            }
-                        }
-                    }
-                    EngineState::Ready(info) => {
-                        if let Some(ongoing) = progress.take() {
-                            ongoing.finish_with_message(format!("model ready ({} ms)", info.load_ms)).await;
-                        }
-                    }
-                    EngineState::Failed { error } => {
-                        if let Some(ongoing) = progress.take() {
-                            ongoing.finish_with_message("model failed to load").await;
-                        }
-                        client.show_message(MessageType::ERROR, format!("Spark: {error}")).await;
-                    }
-                }
-                if states.changed().await.is_err() {
-                    return;
-                }
-            }
-        });
+        let handle = crate::progress::watch_status(self.client.clone(), engine, has_progress);
         self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
     }
 
