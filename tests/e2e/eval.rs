@@ -55,7 +55,7 @@ fn spark_sources() -> String {
         }
     }
     let mut text = String::new();
-    for dir in ["server", "engine"] {
+    for dir in ["server", "ide", "engine"] {
         walk(&spark_tests::workspace_root().join(dir), &mut text);
     }
     text
@@ -117,7 +117,11 @@ fn regex_specs_are_enough_held_back_and_scored_right_by_python_and_node() {
     for lang in [Lang::Rust, Lang::Ts] {
         assert!(specs.iter().filter(|spec| spec.lang == lang).count() >= 20);
     }
-    let tasks = std::fs::read_to_string(spark_tests::workspace_root().join("server/src/tasks.rs")).unwrap();
+    let tasks_dir = spark_tests::workspace_root().join("ide/src/tasks");
+    let tasks: String = std::fs::read_dir(&tasks_dir)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
     let few_shots: Vec<_> = tasks
         .split(['\n', '"'])
         .filter_map(|line| line.split_once("Description: ").or_else(|| line.split_once("regex: ")))

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Files switched between, and the line after which the cursor sits.
 const FILES: &[(&str, &str)] = &[
-    ("server/src/suggest.rs", "pub fn word_start("),
+    ("ide/src/suggest.rs", "pub fn word_start("),
     ("engine/src/postprocess.rs", "pub fn finalize("),
     ("engine/src/suggestion_cache.rs", "pub fn lookup("),
 ];

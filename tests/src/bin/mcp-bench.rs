@@ -159,10 +159,10 @@ fn repository_cases(root: &Path, limit: usize) -> Result<Vec<FixCase>> {
     let sources = [
         "examples/demo.rs",
         "tests/fixtures/inventory.rs",
-        "server/src/verify.rs",
-        "server/src/suggest.rs",
-        "server/src/ring.rs",
-        "server/src/tiers.rs",
+        "ide/src/verify/insertion.rs",
+        "ide/src/suggest.rs",
+        "ide/src/ring.rs",
+        "ide/src/tiers.rs",
     ];
     let mut sites = Vec::new();
     for source in sources {

@@ -43,7 +43,7 @@ struct Source {
 }
 
 const SOURCES: &[Source] = &[
-    Source { path: "server/src/suggest.rs", language_id: "rust", anchor: "pub fn word_start(" },
+    Source { path: "ide/src/suggest.rs", language_id: "rust", anchor: "pub fn word_start(" },
     Source { path: "editors/vscode/src/extension.ts", language_id: "typescript", anchor: "function expandPath(" },
 ];
 
