@@ -690,6 +690,7 @@ mod tests {
             stop_strings: Vec::new(),
             sampling: crate::session::Sampling::default(),
             background: false,
+            min_confidence: 0.0,
         };
         (Job { request, queued_at: Instant::now(), reply }, answer)
     }

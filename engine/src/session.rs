@@ -51,6 +51,10 @@ pub struct CompletionRequest {
     /// A prefetch nobody waits for: it runs only when no interactive request is queued, and the engine cancels
     /// it when one arrives.
     pub background: bool,
+    /// Ghost text is shown only when the model's probability of its first line (the product of its tokens'
+    /// probabilities, the line's end included) is at least this; 0 shows everything. A guess the model itself
+    /// rates unlikely is mostly wrong, and a wrong suggestion costs the user more than none.
+    pub min_confidence: f32,
 }
 
 /// Why generation ended.
@@ -89,6 +93,11 @@ pub struct CompletionStats {
     /// Speculative decoding: tokens drafted by prompt lookup, and those the model confirmed.
     pub n_drafted: usize,
     pub n_accepted: usize,
+    /// The model's probability of the answer's first line, in thousandths: 1000 when the backend gives no
+    /// probabilities, 0 when the call generated nothing.
+    pub confidence_permille: u32,
+    /// The answer was dropped because `confidence_permille` fell below the request's `min_confidence`.
+    pub below_confidence: bool,
 }
 
 /// The answer: the text to insert at the cursor (empty when nothing worth showing was found).
@@ -132,6 +141,12 @@ pub trait LanguageModel {
         Err(EngineError::Decode("this model cannot verify drafts".into()))
     }
     fn sample(&mut self) -> Token;
+    /// The model's probability of `token` at the position `sample` just chose it for (softmax of the logits at
+    /// temperature one); `None` when the backend cannot tell (the scripted model), which gates nothing.
+    fn probability(&self, token: Token) -> Option<f32> {
+        let _ = token;
+        None
+    }
     /// Chooses how `sample` picks tokens from now on.
     fn set_sampling(&mut self, sampling: Sampling);
 }
@@ -308,11 +323,15 @@ impl<M: LanguageModel> Session<M> {
             let fits = self.prompt_cost.map_or(PROMPT_CHUNK, |per_token| {
                 usize::try_from(left.as_micros() * 2 / (per_token.as_micros().max(1) * 3)).unwrap_or(usize::MAX)
             });
-            if left.is_zero() || fits < MIN_PROMPT_CHUNK.min(tokens.len() - next) {
+            let least = MIN_PROMPT_CHUNK.min(tokens.len() - next);
+            // A request that has evaluated nothing yet evaluates one small chunk all the same: the estimate may be
+            // stale (the first chunk after loading a model pays for buffer set-up), and only a new measurement
+            // corrects it. Without this, one slow chunk stalled every later keystroke at zero progress.
+            if left.is_zero() || (fits < least && stats.n_decoded > 0) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
             }
             let chunk_cap = if request.background { BACKGROUND_PROMPT_CHUNK } else { PROMPT_CHUNK };
-            let chunk = &tokens[next..(next + fits.min(chunk_cap)).min(tokens.len())];
+            let chunk = &tokens[next..(next + fits.max(least).min(chunk_cap)).min(tokens.len())];
             let first_pos = self.slots[seq].tokens.len();
             let chunk_started = Instant::now();
             if let Err(error) = self.model.decode(seq, chunk, first_pos) {
@@ -357,6 +376,10 @@ impl<M: LanguageModel> Session<M> {
         let mut redecode: Option<Token> = None;
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
+        // The probability of the first line (ghost text only; task prompts are sampled and checked otherwise).
+        let rate = !request.raw_prompt;
+        let mut line_prob = 1.0f64;
+        let mut line_done = false;
         let generating = Instant::now();
         let stop = loop {
             if request.cancel.is_cancelled() {
@@ -373,8 +396,16 @@ impl<M: LanguageModel> Session<M> {
                 (token, true, false)
             } else if let Some(token) = redecode.take() {
                 (token, false, false)
+            } else if let Some(token) = pending.take() {
+                (token, false, true)
             } else {
-                (pending.take().unwrap_or_else(|| self.model.sample()), false, true)
+                let token = self.model.sample();
+                // Only the first line's tokens decide (the line's end included); tokens a verified draft gave are
+                // not rated (speculation is off by default).
+                if rate && !line_done {
+                    line_prob *= f64::from(self.model.probability(token).unwrap_or(1.0));
+                }
+                (token, false, true)
             };
             if stats.first_token_ms == 0 {
                 stats.first_token_ms = millis(started.elapsed()).max(1);
@@ -384,6 +415,7 @@ impl<M: LanguageModel> Session<M> {
             }
             bytes.extend_from_slice(&self.model.piece(token));
             text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
+            line_done = line_done || text.trim_start_matches('\n').contains('\n');
             if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop.as_str())).min() {
                 text.truncate(cut);
                 break StopReason::StopRule;
@@ -470,11 +502,17 @@ impl<M: LanguageModel> Session<M> {
                 }
             }
         }
-        let text = if request.mode == StopMode::Free {
+        let mut text = if request.mode == StopMode::Free {
             text
         } else {
             postprocess::finalize(&text, &stop_context).unwrap_or_default()
         };
+        stats.confidence_permille = (line_prob * 1000.0).round().clamp(0.0, 1000.0) as u32;
+        if !text.is_empty() && line_prob < f64::from(request.min_confidence) {
+            tracing::debug!(confidence = line_prob, min = request.min_confidence, text, "suggestion below confidence");
+            stats.below_confidence = true;
+            text.clear();
+        }
         Ok(self.finish(text, stop, stats, started))
     }
 
@@ -581,6 +619,8 @@ pub(crate) mod fake {
         pub verifies: bool,
         /// Verification calls every position whose index is a multiple of this a near tie (0: none).
         pub unsure_every: usize,
+        /// The probability the model gives each sampled token (`None`: it cannot tell).
+        pub token_probability: Option<f32>,
     }
 
     pub const EOG: Token = -2;
@@ -606,6 +646,7 @@ pub(crate) mod fake {
                 rule: None,
                 verifies: true,
                 unsure_every: 0,
+                token_probability: None,
             }
         }
 
@@ -691,6 +732,9 @@ pub(crate) mod fake {
         fn sample(&mut self) -> Token {
             self.choice(self.last_seq, self.caches[self.last_seq].len())
         }
+        fn probability(&self, _token: Token) -> Option<f32> {
+            self.token_probability
+        }
     }
 }
 
@@ -715,6 +759,7 @@ mod tests {
             stop_strings: Vec::new(),
             sampling: Sampling::default(),
             background: false,
+            min_confidence: 0.0,
         }
     }
 
@@ -735,6 +780,57 @@ mod tests {
         let completion = session.complete(&request("let y = f(", ");", StopMode::Line), Instant::now()).unwrap();
         assert_eq!(completion.text, "x + 1");
         assert_eq!(completion.stop, StopReason::StopRule);
+    }
+
+    #[test]
+    fn a_stale_cost_estimate_does_not_stall_prompt_evaluation() {
+        // One slow chunk (the first after loading pays for buffer set-up) made the estimate say that nothing fits
+        // before any deadline: no keystroke evaluated a token again and the estimate was never corrected.
+        let mut session = Session::new(FakeModel::new(" = 1;"), None);
+        session.prompt_cost = Some(Duration::from_millis(50));
+        let mut req = request(&"let a = 1;\n".repeat(40), "", StopMode::Line);
+        req.deadline = Instant::now() + Duration::from_millis(225);
+        let first = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(first.stop, StopReason::Deadline);
+        assert!(first.stats.n_decoded >= MIN_PROMPT_CHUNK, "no progress: {:?}", first.stats);
+        assert!(session.prompt_cost.unwrap() < Duration::from_millis(50), "the estimate is measured again");
+        // Each following keystroke goes on from there until the prompt is in and an answer comes.
+        let answered = (0..20).find_map(|_| {
+            req.deadline = Instant::now() + Duration::from_millis(225);
+            let answer = session.complete(&req, Instant::now()).unwrap();
+            (answer.stop != StopReason::Deadline).then_some(answer)
+        });
+        assert_eq!(answered.expect("the prompt is evaluated in the end").text, " = 1;");
+    }
+
+    #[test]
+    fn a_first_line_the_model_rates_unlikely_is_not_shown() {
+        // " = 1;" then the line's end: six sampled tokens at 0.8 each, 0.8^6 = 0.262 for the line.
+        let mut model = FakeModel::new(" = 1;\n    next();");
+        model.token_probability = Some(0.8);
+        let mut session = Session::new(model, None);
+        let mut req = request("fn main() {\n    let x", "\n}", StopMode::Line);
+        req.min_confidence = 0.3;
+        let below = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(below.text, "");
+        assert!(below.stats.below_confidence);
+        assert_eq!(below.stats.confidence_permille, 262);
+
+        req.min_confidence = 0.25;
+        let above = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(above.text, " = 1;");
+        assert!(!above.stats.below_confidence);
+        assert_eq!(above.stats.confidence_permille, 262, "only the first line is rated");
+    }
+
+    #[test]
+    fn a_backend_without_probabilities_gates_nothing() {
+        let mut session = Session::new(FakeModel::new(" = 1;\n"), None);
+        let mut req = request("fn main() {\n    let x", "\n}", StopMode::Line);
+        req.min_confidence = 0.99;
+        let answer = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(answer.text, " = 1;");
+        assert_eq!(answer.stats.confidence_permille, 1000);
     }
 
     #[test]

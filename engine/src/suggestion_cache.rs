@@ -133,6 +133,7 @@ mod tests {
             stop_strings: Vec::new(),
             sampling: crate::session::Sampling::default(),
             background: false,
+            min_confidence: 0.0,
         }
     }
 

@@ -45,6 +45,7 @@ fn ghost(lane: u64, prefix: &str, suffix: &str) -> CompletionRequest {
         stop_strings: Vec::new(),
         sampling: Sampling::default(),
         background: false,
+        min_confidence: 0.0,
     }
 }
 

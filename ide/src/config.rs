@@ -160,7 +160,10 @@ pub struct ModelSettings {
     pub speculative: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// The default of `inline.minConfidence`.
+pub const DEFAULT_MIN_CONFIDENCE: f32 = 0.0;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct InlineSettings {
     pub enabled: bool,
@@ -176,6 +179,9 @@ pub struct InlineSettings {
     /// After a suggestion is shown, compute the one for the state where it is accepted (in the background:
     /// it runs only while the model is idle, and any keystroke cancels it).
     pub prefetch: bool,
+    /// The least probability the model must give a suggestion's first line for it to be shown (0 shows every
+    /// suggestion that passes the checks). The default is chosen by the evaluation: see docs/eval.md.
+    pub min_confidence: f32,
 }
 
 impl Default for InlineSettings {
@@ -188,6 +194,7 @@ impl Default for InlineSettings {
             route: Route::Local,
             languages: Vec::new(),
             prefetch: true,
+            min_confidence: DEFAULT_MIN_CONFIDENCE,
         }
     }
 }
@@ -199,7 +206,15 @@ impl Settings {
         if value.is_null() {
             return Ok(Settings::default());
         }
-        serde_json::from_value(value.clone()).map_err(|error| format!("invalid Spark settings: {error}"))
+        let settings: Settings =
+            serde_json::from_value(value.clone()).map_err(|error| format!("invalid Spark settings: {error}"))?;
+        if !(0.0..=1.0).contains(&settings.inline.min_confidence) {
+            return Err(format!(
+                "invalid Spark settings: inline.minConfidence must be between 0 and 1, got {}",
+                settings.inline.min_confidence
+            ));
+        }
+        Ok(settings)
     }
 
     /// The engine configuration these settings ask for.
@@ -269,6 +284,10 @@ mod tests {
 
     #[test]
     fn nested_flat_partial_and_wrong_settings() {
+        let error = Settings::from_json(&json!({"inline": {"minConfidence": 1.5}})).unwrap_err();
+        assert!(error.contains("inline.minConfidence"), "{error}");
+        let confident = Settings::from_json(&json!({"inline": {"minConfidence": 0.25}})).unwrap();
+        assert_eq!(confident.inline.min_confidence, 0.25);
         let nested = Settings::from_json(&json!({"spark": {"inline": {"deadlineMs": 250}}})).unwrap();
         assert_eq!(nested.inline.deadline_ms, 250);
         assert!(nested.inline.enabled);

@@ -51,6 +51,7 @@ pub fn prepare(
         stop_strings: Vec::new(),
         sampling: spark_engine::Sampling::default(),
         background: false,
+        min_confidence: settings.min_confidence,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
@@ -85,6 +86,7 @@ pub fn warm_up(
         sampling: spark_engine::Sampling::default(),
         // Nobody waits for it: a keystroke anywhere takes the model first (what was evaluated stays cached).
         background: true,
+        min_confidence: 0.0,
     }
 }
 

@@ -389,10 +389,13 @@ impl Workspace {
         }
         // The check parses the document with the suggestion in it: CPU work, kept off the async workers.
         let checked = {
-            let (document, byte, text) = (document.clone(), prepared.byte, completion.text);
+            let (document, byte, text) = (document.clone(), prepared.byte, completion.text.clone());
             off_the_async_workers(move || verify::check_insertion(&document, byte, &text)).await
         };
-        let text = checked?;
+        let Some(text) = checked else {
+            tracing::debug!(uri, text = completion.text, "suggestion refused: it adds syntax errors");
+            return None;
+        };
         if self.documents.get(uri).is_none_or(|now| now.revision != prepared.revision) {
             tracing::debug!(uri, "suggestion dropped: the document changed while it was checked");
             return None;
@@ -781,6 +784,8 @@ impl Workspace {
                         "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
                         "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
                         "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+                        "confidence": f64::from(stats.confidence_permille) / 1000.0,
+                        "belowConfidence": stats.below_confidence,
                     })
                 })
                 .collect(),

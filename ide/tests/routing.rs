@@ -107,6 +107,7 @@ fn ghost_text(prefix: &str) -> CompletionRequest {
         stop_strings: Vec::new(),
         sampling: Sampling::default(),
         background: false,
+        min_confidence: 0.0,
     }
 }
 

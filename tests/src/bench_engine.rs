@@ -69,6 +69,7 @@ impl Doc {
             stop_strings: Vec::new(),
             sampling: Sampling::default(),
             background: false,
+            min_confidence: 0.0,
         }
     }
 
@@ -150,6 +151,7 @@ fn task_request(prompt: &str, max_tokens: usize) -> CompletionRequest {
         stop_strings: vec!["```".to_owned()],
         sampling: Sampling::default(),
         background: false,
+        min_confidence: 0.0,
     }
 }
 

@@ -240,6 +240,7 @@ async fn sample_until<T: AsRef<FileChange>>(
             stop_strings: Vec::new(),
             sampling,
             background: false,
+            min_confidence: 0.0,
         };
         let generated = generator.generate_task(task, request).await?;
         let candidate = match generated.style {

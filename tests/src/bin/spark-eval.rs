@@ -3,7 +3,9 @@
 //! `target/eval/report.md`, `report.json` and `report.png`.
 //!
 //! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] [--only ID,...]
-//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix.)
+//!        [--min-confidence X]...
+//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix; each `--min-confidence`
+//! runs every model again with that `inline.minConfidence`, the sweep its default is chosen from.)
 
 use std::path::PathBuf;
 
@@ -22,6 +24,7 @@ fn main() -> Result<()> {
     let mut tasks: Vec<String> = run::TASKS.iter().map(|task| (*task).to_owned()).collect();
     let mut models: Vec<Option<PathBuf>> = Vec::new();
     let mut only: Vec<String> = Vec::new();
+    let mut thresholds: Vec<Option<f32>> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -34,6 +37,14 @@ fn main() -> Result<()> {
                 }
             }
             "--only" => only.extend(args.next().context("--only needs case ids")?.split(',').map(str::to_owned)),
+            "--min-confidence" => {
+                let value = args.next().context("--min-confidence needs a probability, e.g. 0.3")?;
+                let value: f32 = value.parse().with_context(|| format!("--min-confidence {value:?}"))?;
+                if !(0.0..=1.0).contains(&value) {
+                    bail!("--min-confidence must be between 0 and 1");
+                }
+                thresholds.push(Some(value));
+            }
             "--model" => models.push(Some(PathBuf::from(args.next().context("--model needs a path")?))),
             "--all-models" => {
                 let dir = model_dir().context("no model directory (SPARK_MODEL_DIR, XDG_DATA_HOME or HOME)")?;
@@ -47,7 +58,10 @@ fn main() -> Result<()> {
                 models.extend(found.into_iter().map(Some));
             }
             "-h" | "--help" => {
-                println!("spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models]");
+                println!(
+                    "spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] \
+                     [--only ID,...] [--min-confidence X]..."
+                );
                 return Ok(());
             }
             other => bail!("unknown argument {other:?} (try --help)"),
@@ -68,15 +82,30 @@ fn main() -> Result<()> {
         cases.tests.len(),
         cases.regex.len()
     ));
+    if thresholds.is_empty() {
+        thresholds.push(None);
+    }
     let mut runs = Vec::new();
     for model in &models {
-        let label = model
-            .as_ref()
-            .and_then(|path| path.file_stem())
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "default model".into());
-        let options = run::Options { quick, tasks: tasks.clone(), model: model.clone(), label, only: only.clone() };
-        runs.push(run::run(&cases, &packages, &options, &mut log)?);
+        for min_confidence in &thresholds {
+            let mut label = model
+                .as_ref()
+                .and_then(|path| path.file_stem())
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "default model".into());
+            if let Some(min_confidence) = min_confidence {
+                label.push_str(&format!(", minConfidence {min_confidence}"));
+            }
+            let options = run::Options {
+                quick,
+                tasks: tasks.clone(),
+                model: model.clone(),
+                label,
+                min_confidence: *min_confidence,
+                only: only.clone(),
+            };
+            runs.push(run::run(&cases, &packages, &options, &mut log)?);
+        }
     }
     let out = eval::eval_dir();
     // Each kind of run keeps its own files: a quick or partial run does not overwrite the full report.

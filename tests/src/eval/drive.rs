@@ -19,6 +19,8 @@ pub const TASK_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct Server {
     client: Option<LspClient>,
     model: Option<PathBuf>,
+    /// `inline.minConfidence`, when the run sets it (else the server's default).
+    min_confidence: Option<f32>,
     stderr: PathBuf,
     versions: HashMap<String, i32>,
     pub restarts: usize,
@@ -32,9 +34,15 @@ pub enum Answer<T> {
 }
 
 impl Server {
-    pub fn start(model: Option<&Path>, stderr: PathBuf) -> Result<Server> {
-        let mut server =
-            Server { client: None, model: model.map(Path::to_path_buf), stderr, versions: HashMap::new(), restarts: 0 };
+    pub fn start(model: Option<&Path>, min_confidence: Option<f32>, stderr: PathBuf) -> Result<Server> {
+        let mut server = Server {
+            client: None,
+            model: model.map(Path::to_path_buf),
+            min_confidence,
+            stderr,
+            versions: HashMap::new(),
+            restarts: 0,
+        };
         server.ensure()?;
         Ok(server)
     }
@@ -42,10 +50,13 @@ impl Server {
     fn ensure(&mut self) -> Result<&mut LspClient> {
         if self.client.is_none() {
             let mut client = LspClient::start(&[], Some(&self.stderr))?;
-            let options = match &self.model {
+            let mut options = match &self.model {
                 Some(model) => json!({"model": {"path": model}}),
                 None => json!({}),
             };
+            if let Some(min_confidence) = self.min_confidence {
+                options["inline"] = json!({"minConfidence": min_confidence});
+            }
             client.initialize(options)?;
             client.wait_model_ready(Duration::from_secs(600)).context("loading the model")?;
             self.versions.clear();
