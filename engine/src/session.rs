@@ -532,6 +532,7 @@ impl<M: LanguageModel> Session<M> {
                 PromptInput { header: &request.header, prefix: &request.prefix, suffix: &request.suffix },
             )
         };
+        tracing::trace!(prompt = rendered, "prompt");
         let mut tokens: Vec<Token> = self.model.bos().into_iter().collect();
         let n_head = tokens.len();
         tokens.extend(self.model.tokenize(&rendered, self.fim.is_some()));

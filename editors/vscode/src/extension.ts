@@ -30,7 +30,13 @@ interface SparkStatus {
 /** What the server reads from `initializationOptions` and from `settings.spark`. */
 export interface SparkOptions {
   model?: { path?: string; threads?: number };
-  inline?: { enabled?: boolean; deadlineMs?: number; maxTokens?: number; route?: "local" | "remote" };
+  inline?: {
+    enabled?: boolean;
+    deadlineMs?: number;
+    maxTokens?: number;
+    minConfidence?: number;
+    route?: "local" | "remote";
+  };
   remote?: Record<string, unknown>;
   context?: Record<string, unknown>;
 }
@@ -81,6 +87,10 @@ export function sparkOptions(): SparkOptions {
   if (deadlineMs > 0) inline.deadlineMs = deadlineMs;
   const maxTokens = config.get<number>("inline.maxTokens", 0);
   if (maxTokens > 0) inline.maxTokens = maxTokens;
+  const minConfidence = config.get<number | null>("inline.minConfidence", null);
+  if (typeof minConfidence === "number" && minConfidence >= 0 && minConfidence <= 1) {
+    inline.minConfidence = minConfidence;
+  }
 
   const options: SparkOptions = { model, inline };
   // Passed through as the server reads them (see the README's configuration table).

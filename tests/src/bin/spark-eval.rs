@@ -3,9 +3,10 @@
 //! `target/eval/report.md`, `report.json` and `report.png`.
 //!
 //! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] [--only ID,...]
-//!        [--min-confidence X]...
-//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix; each `--min-confidence`
-//! runs every model again with that `inline.minConfidence`, the sweep its default is chosen from.)
+//!        [--settings JSON]... [--min-confidence X]...
+//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix. Each `--settings` runs
+//! every model again with those Spark settings, e.g. `{"inline":{"deadlineMs":500}}`; `--min-confidence X` is
+//! `--settings {"inline":{"minConfidence":X}}`: the sweeps defaults are chosen from.)
 
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ fn main() -> Result<()> {
     let mut tasks: Vec<String> = run::TASKS.iter().map(|task| (*task).to_owned()).collect();
     let mut models: Vec<Option<PathBuf>> = Vec::new();
     let mut only: Vec<String> = Vec::new();
-    let mut thresholds: Vec<Option<f32>> = Vec::new();
+    let mut variants: Vec<serde_json::Value> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -43,7 +44,16 @@ fn main() -> Result<()> {
                 if !(0.0..=1.0).contains(&value) {
                     bail!("--min-confidence must be between 0 and 1");
                 }
-                thresholds.push(Some(value));
+                variants.push(serde_json::json!({"inline": {"minConfidence": value}}));
+            }
+            "--settings" => {
+                let value = args.next().context("--settings needs a JSON object")?;
+                let value: serde_json::Value =
+                    serde_json::from_str(&value).with_context(|| format!("--settings {value:?}"))?;
+                if !value.is_object() {
+                    bail!("--settings needs a JSON object, e.g. '{{\"inline\":{{\"deadlineMs\":500}}}}'");
+                }
+                variants.push(value);
             }
             "--model" => models.push(Some(PathBuf::from(args.next().context("--model needs a path")?))),
             "--all-models" => {
@@ -60,7 +70,7 @@ fn main() -> Result<()> {
             "-h" | "--help" => {
                 println!(
                     "spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] \
-                     [--only ID,...] [--min-confidence X]..."
+                     [--only ID,...] [--settings JSON]... [--min-confidence X]..."
                 );
                 return Ok(());
             }
@@ -82,26 +92,26 @@ fn main() -> Result<()> {
         cases.tests.len(),
         cases.regex.len()
     ));
-    if thresholds.is_empty() {
-        thresholds.push(None);
+    if variants.is_empty() {
+        variants.push(serde_json::json!({}));
     }
     let mut runs = Vec::new();
     for model in &models {
-        for min_confidence in &thresholds {
+        for settings in &variants {
             let mut label = model
                 .as_ref()
                 .and_then(|path| path.file_stem())
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "default model".into());
-            if let Some(min_confidence) = min_confidence {
-                label.push_str(&format!(", minConfidence {min_confidence}"));
+            if settings.as_object().is_some_and(|settings| !settings.is_empty()) {
+                label.push_str(&format!(", {settings}"));
             }
             let options = run::Options {
                 quick,
                 tasks: tasks.clone(),
                 model: model.clone(),
                 label,
-                min_confidence: *min_confidence,
+                settings: settings.clone(),
                 only: only.clone(),
             };
             runs.push(run::run(&cases, &packages, &options, &mut log)?);

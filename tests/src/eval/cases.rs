@@ -14,7 +14,7 @@ use super::{eval_dir, fingerprint, Rng, SEED};
 use crate::workspace_root;
 
 /// Bump when the way cases are drawn changes (invalidates the cache).
-pub const GENERATOR: &str = "cases-v2";
+pub const GENERATOR: &str = "cases-v3";
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct GhostCase {
@@ -230,8 +230,11 @@ fn ghost_cases(lang: Lang, files: &[SourceFile], chars: usize, rng: &mut Rng) ->
     for (file_idx, file) in files.iter().enumerate() {
         for function in &file.functions {
             let body = &file.text[function.clone()];
-            let mut offset = function.start;
-            for line in body.split_inclusive('\n').skip(1) {
+            let mut lines = body.split_inclusive('\n');
+            // The function's own first line (its signature) is not a place to type; the offset still counts it
+            // (left out, every span started one signature's length too early: the replay typed in the wrong line).
+            let mut offset = function.start + lines.next().map_or(0, str::len);
+            for line in lines {
                 let content = line.trim_end_matches('\n');
                 let trimmed = content.trim_start();
                 let start = offset + (content.len() - trimmed.len());
@@ -627,4 +630,30 @@ fn mutate(
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").chars().take(50).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ghost_span_is_the_text_at_its_offset() {
+        let text = "// head\nfn first(a: u32) -> u32 {\n    let doubled = a * 2;\n    doubled + 1\n}\n\n\
+                    fn second() {\n    println!(\"second one\");\n}\n";
+        let function = |start: &str, end: &str| {
+            let from = text.find(start).unwrap();
+            from..text[from..].find(end).unwrap() + from + end.len()
+        };
+        let file = SourceFile {
+            package: "p".into(),
+            file: "src/lib.rs".into(),
+            text: text.into(),
+            functions: vec![function("fn first", "}\n"), function("fn second", "}\n")],
+        };
+        let cases = ghost_cases(Lang::Rust, &[file], 1000, &mut crate::eval::Rng::new(1));
+        assert!(!cases.is_empty());
+        for case in &cases {
+            assert_eq!(&text[case.start..case.start + case.span.len()], case.span, "{case:?}");
+        }
+    }
 }

@@ -19,8 +19,9 @@ pub const TASK_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct Server {
     client: Option<LspClient>,
     model: Option<PathBuf>,
-    /// `inline.minConfidence`, when the run sets it (else the server's default).
-    min_confidence: Option<f32>,
+    /// Settings the run sets besides the model (merged into `initializationOptions`), e.g.
+    /// `{"inline": {"minConfidence": 0.2}}`.
+    settings: Value,
     stderr: PathBuf,
     versions: HashMap<String, i32>,
     pub restarts: usize,
@@ -34,11 +35,11 @@ pub enum Answer<T> {
 }
 
 impl Server {
-    pub fn start(model: Option<&Path>, min_confidence: Option<f32>, stderr: PathBuf) -> Result<Server> {
+    pub fn start(model: Option<&Path>, settings: &Value, stderr: PathBuf) -> Result<Server> {
         let mut server = Server {
             client: None,
             model: model.map(Path::to_path_buf),
-            min_confidence,
+            settings: settings.clone(),
             stderr,
             versions: HashMap::new(),
             restarts: 0,
@@ -50,12 +51,12 @@ impl Server {
     fn ensure(&mut self) -> Result<&mut LspClient> {
         if self.client.is_none() {
             let mut client = LspClient::start(&[], Some(&self.stderr))?;
-            let mut options = match &self.model {
-                Some(model) => json!({"model": {"path": model}}),
-                None => json!({}),
+            let mut options = match self.settings.clone() {
+                Value::Object(settings) => Value::Object(settings),
+                _ => json!({}),
             };
-            if let Some(min_confidence) = self.min_confidence {
-                options["inline"] = json!({"minConfidence": min_confidence});
+            if let Some(model) = &self.model {
+                options["model"]["path"] = json!(model);
             }
             client.initialize(options)?;
             client.wait_model_ready(Duration::from_secs(600)).context("loading the model")?;

@@ -19,8 +19,8 @@ pub struct Options {
     pub tasks: Vec<String>,
     pub model: Option<PathBuf>,
     pub label: String,
-    /// `inline.minConfidence` for this run (`None`: the server's default).
-    pub min_confidence: Option<f32>,
+    /// Settings for this run besides the model (`{}`: the server's defaults).
+    pub settings: serde_json::Value,
     /// Only these case ids (empty: all).
     pub only: Vec<String>,
 }
@@ -118,7 +118,7 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
     let file_label: String =
         options.label.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' { ch } else { '-' }).collect();
     let stderr = logs.join(format!("spark-lsp-{file_label}.log"));
-    let mut server = Server::start(options.model.as_deref(), options.min_confidence, stderr)?;
+    let mut server = Server::start(options.model.as_deref(), &options.settings, stderr)?;
     let mut run = Run {
         label: options.label.clone(),
         model: options.model.as_ref().map(|model| model.display().to_string()).unwrap_or_else(|| "default".into()),
