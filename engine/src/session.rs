@@ -502,6 +502,12 @@ impl<M: LanguageModel> Session<M> {
                 }
             }
         }
+        // A first line the deadline cut is not an answer: the model had not finished it, so neither the checks nor
+        // the user can tell whether it is right (measured: most cut lines were wrong or a prefix of the right
+        // one, and typing along kept showing the stub). The caller finishes it in the background instead.
+        if stop == StopReason::Deadline && request.mode != StopMode::Free && !text.contains('\n') {
+            text.clear();
+        }
         let mut text = if request.mode == StopMode::Free {
             text
         } else {
@@ -622,6 +628,8 @@ pub(crate) mod fake {
         pub unsure_every: usize,
         /// The probability the model gives each sampled token (`None`: it cannot tell).
         pub token_probability: Option<f32>,
+        /// Time each generated token's evaluation takes (a slow model, to meet deadlines mid-line).
+        pub token_time: Duration,
     }
 
     pub const EOG: Token = -2;
@@ -648,6 +656,7 @@ pub(crate) mod fake {
                 verifies: true,
                 unsure_every: 0,
                 token_probability: None,
+                token_time: Duration::ZERO,
             }
         }
 
@@ -707,6 +716,9 @@ pub(crate) mod fake {
                 // Part of the batch went in before the failure: the session must not trust this sequence.
                 self.caches[seq].extend_from_slice(&tokens[..tokens.len() / 2]);
                 return Err(EngineError::Decode("decode failed".into()));
+            }
+            if tokens.len() == 1 {
+                std::thread::sleep(self.token_time);
             }
             self.caches[seq].extend_from_slice(tokens);
             self.decoded_total += tokens.len();
@@ -887,6 +899,24 @@ mod tests {
         let completion = session.complete(&req, Instant::now()).unwrap();
         assert_eq!(completion.stop, StopReason::MaxTokens);
         assert_eq!(completion.text, "a();\nb();");
+    }
+
+    #[test]
+    fn a_first_line_cut_by_the_deadline_is_not_shown() {
+        let mut model = FakeModel::new("value.to_string();\nnext();");
+        model.token_time = Duration::from_millis(15);
+        let mut session = Session::new(model, None);
+        let mut line = request("fn f() {\n    let s = ", "\n}", StopMode::Line);
+        line.deadline = Instant::now() + Duration::from_millis(60);
+        let cut = session.complete(&line, Instant::now()).unwrap();
+        assert_eq!(cut.stop, StopReason::Deadline);
+        assert!(cut.stats.n_generated > 0 && cut.stats.n_generated < 18, "{:?}", cut.stats);
+        assert_eq!(cut.text, "", "a stub of the line is not shown");
+
+        // Given the time, the whole line is the answer.
+        line.deadline = Instant::now() + Duration::from_secs(5);
+        let whole = session.complete(&line, Instant::now()).unwrap();
+        assert_eq!(whole.text, "value.to_string();");
     }
 
     #[test]

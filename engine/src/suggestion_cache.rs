@@ -108,6 +108,8 @@ fn key(request: &CompletionRequest) -> u64 {
     request.suffix.hash(&mut hasher);
     (request.mode == StopMode::Line).hash(&mut hasher);
     request.max_lines.hash(&mut hasher);
+    // An answer kept under one confidence threshold is not the answer under another.
+    request.min_confidence.to_bits().hash(&mut hasher);
     hasher.finish()
 }
 

@@ -103,6 +103,32 @@ async fn speculative_decoding_follows_plain_greedy_decoding() {
     assert!(drafted > 0 && accepted > 0, "drafted {drafted}, accepted {accepted}");
 }
 
+/// The first line's probability comes from the model's own logits, and a ghost-text request whose first line the
+/// model rates under its `min_confidence` answers nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ghost_text_the_model_rates_under_its_threshold_is_not_shown() {
+    let engine = Engine::start(config(false, 2));
+    engine.wait_ready().await.expect("the model loads");
+    let (prefix, suffix) = FIXTURE.split_once("$0").expect("the fixture has a $0 cursor");
+    let rated = engine.complete(ghost(1, prefix, suffix)).await.expect("a completion");
+    assert!(!rated.text.is_empty(), "the fixture's place gets a suggestion");
+    let confidence = rated.stats.confidence_permille;
+    assert!(confidence > 0 && confidence <= 1000, "a probability: {confidence}");
+    assert!(!rated.stats.below_confidence);
+
+    let mut lenient = ghost(1, prefix, suffix);
+    lenient.min_confidence = confidence as f32 / 2000.0;
+    let shown = engine.complete(lenient).await.expect("a completion");
+    assert!(!shown.text.is_empty() && !shown.stats.below_confidence, "{:?}", shown.stats);
+
+    let mut strict = ghost(1, prefix, suffix);
+    strict.min_confidence = (confidence as f32 + (1000 - confidence) as f32 / 2.0 + 1.0) / 1000.0;
+    let hidden = engine.complete(strict).await.expect("a completion");
+    assert_eq!(hidden.text, "", "{:?}", hidden.stats);
+    assert!(hidden.stats.below_confidence);
+    engine.shutdown();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_recent_document_and_the_tasks_keep_their_own_slot() {
     let engine = Engine::start(config(true, 3));

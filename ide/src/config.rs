@@ -182,6 +182,10 @@ pub struct InlineSettings {
     /// The least probability the model must give a suggestion's first line for it to be shown (0 shows every
     /// suggestion that passes the checks). The default is chosen by the evaluation: see docs/eval.md.
     pub min_confidence: f32,
+    /// Lines of the document before the cursor's line in a ghost-text prompt (at most 64 bytes a line), and
+    /// lines after it. Fewer lines: a cold prompt (a file just opened, a jump) is ready sooner; more: more context.
+    pub prefix_lines: usize,
+    pub suffix_lines: usize,
 }
 
 impl Default for InlineSettings {
@@ -195,6 +199,8 @@ impl Default for InlineSettings {
             languages: Vec::new(),
             prefetch: true,
             min_confidence: DEFAULT_MIN_CONFIDENCE,
+            prefix_lines: crate::context::Budget::default().prefix_lines,
+            suffix_lines: crate::context::Budget::default().suffix_lines,
         }
     }
 }

@@ -23,14 +23,30 @@ impl Default for Budget {
     fn default() -> Self {
         Budget {
             prefix_lines: 96,
-            prefix_bytes: 6000,
+            prefix_bytes: 96 * BYTES_PER_LINE,
             suffix_lines: 24,
-            suffix_bytes: 1500,
+            suffix_bytes: 24 * BYTES_PER_LINE,
             header_bytes: 1500,
             max_lines: 8,
         }
     }
 }
+
+impl Budget {
+    /// A budget of `prefix_lines` before the cursor's line and `suffix_lines` after it, at most 64 bytes a line.
+    pub fn lines(prefix_lines: usize, suffix_lines: usize) -> Budget {
+        Budget {
+            prefix_lines,
+            prefix_bytes: prefix_lines.saturating_mul(BYTES_PER_LINE),
+            suffix_lines,
+            suffix_bytes: suffix_lines.saturating_mul(BYTES_PER_LINE),
+            ..Budget::default()
+        }
+    }
+}
+
+/// The byte cap per budgeted line: long lines (minified code, data) do not blow up a prompt.
+const BYTES_PER_LINE: usize = 64;
 
 /// Lines the window start moves by: typing within a step keeps the prompt's start fixed.
 const WINDOW_STEP_LINES: usize = 32;

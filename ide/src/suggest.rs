@@ -30,7 +30,8 @@ pub fn prepare(
     settings: &InlineSettings,
     cancel: CancellationToken,
 ) -> Prepared {
-    let budget = Budget { max_lines: settings.max_lines.max(1), ..Budget::default() };
+    let budget =
+        Budget { max_lines: settings.max_lines.max(1), ..Budget::lines(settings.prefix_lines, settings.suffix_lines) };
     let context = context::gather(document, byte, path, &budget);
     let max_tokens = match context.mode {
         StopMode::Line => settings.max_tokens.min(48),
@@ -62,10 +63,11 @@ pub fn warm_up(
     path: Option<&str>,
     extra: &str,
     lane: u64,
+    settings: &InlineSettings,
     cancel: CancellationToken,
 ) -> CompletionRequest {
     let rope = &document.rope;
-    let budget = Budget::default();
+    let budget = Budget::lines(settings.prefix_lines, settings.suffix_lines);
     let end_line = budget.prefix_lines.min(rope.len_lines().saturating_sub(1));
     let mut end = rope.line_to_byte(end_line).min(budget.prefix_bytes);
     end = rope.char_to_byte(rope.byte_to_char(end));

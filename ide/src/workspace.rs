@@ -512,7 +512,8 @@ impl Workspace {
         }
         let cancel = self.engine.background_token();
         let path = suggest::display_path(uri);
-        let request = suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri), cancel.clone());
+        let request =
+            suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri), &settings.inline, cancel.clone());
         drop(document);
         // A warm-up never cancels a real request.
         if !self.register_background(uri, &cancel) {

@@ -40,7 +40,7 @@ fn main() -> Result<()> {
             "--only" => only.extend(args.next().context("--only needs case ids")?.split(',').map(str::to_owned)),
             "--min-confidence" => {
                 let value = args.next().context("--min-confidence needs a probability, e.g. 0.3")?;
-                let value: f32 = value.parse().with_context(|| format!("--min-confidence {value:?}"))?;
+                let value: f64 = value.parse().with_context(|| format!("--min-confidence {value:?}"))?;
                 if !(0.0..=1.0).contains(&value) {
                     bail!("--min-confidence must be between 0 and 1");
                 }

@@ -14,7 +14,7 @@ use super::{eval_dir, fingerprint, Rng, SEED};
 use crate::workspace_root;
 
 /// Bump when the way cases are drawn changes (invalidates the cache).
-pub const GENERATOR: &str = "cases-v3";
+pub const GENERATOR: &str = "cases-v4";
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct GhostCase {
@@ -103,7 +103,7 @@ pub struct Sizes {
     pub tests_per_lang: usize,
 }
 
-pub const FULL: Sizes = Sizes { ghost_chars: 200, fix_per_class_and_lang: 16, tests_per_lang: 21 };
+pub const FULL: Sizes = Sizes { ghost_chars: 480, fix_per_class_and_lang: 16, tests_per_lang: 21 };
 
 pub fn regex_specs_text() -> Result<String> {
     std::fs::read_to_string(workspace_root().join("tests/eval/regex.toml")).context("reading tests/eval/regex.toml")
