@@ -37,6 +37,8 @@ demo: deps model build
 	@./$(BIN) doctor
 	@echo "== ghost text for examples/demo.rs at 18:5 (an empty line inside top_words)"
 	@./$(BIN) complete examples/demo.rs --at 18:5
+	@echo "== the same place with every checked suggestion shown (--min-confidence 0): what the gate held back, if anything"
+	@./$(BIN) complete examples/demo.rs --at 18:5 --min-confidence 0
 
 # Lint first (a gate), then every suite through scripts/test-all.sh: it runs each to its end and finishes with
 # one line, `N passed, N failed`, over the cargo tests, the editor tests and the fuzz smoke run.

@@ -378,8 +378,10 @@ impl<M: LanguageModel> Session<M> {
         let mut text = String::new();
         // The probability of the first line (ghost text only; task prompts are sampled and checked otherwise).
         let rate = !request.raw_prompt;
-        let mut line_prob = 1.0f64;
-        let mut line_done = false;
+        // The probability of everything generated so far, and after each line: (the line break's byte in `text`,
+        // the probability of the text up to and including it).
+        let mut sequence_prob = 1.0f64;
+        let mut line_ends: Vec<(usize, f64)> = Vec::new();
         let generating = Instant::now();
         let stop = loop {
             if request.cancel.is_cancelled() {
@@ -402,8 +404,8 @@ impl<M: LanguageModel> Session<M> {
                 let token = self.model.sample();
                 // Only the first line's tokens decide (the line's end included); tokens a verified draft gave are
                 // not rated (speculation is off by default).
-                if rate && !line_done {
-                    line_prob *= f64::from(self.model.probability(token).unwrap_or(1.0));
+                if rate {
+                    sequence_prob *= f64::from(self.model.probability(token).unwrap_or(1.0));
                 }
                 (token, false, true)
             };
@@ -415,7 +417,14 @@ impl<M: LanguageModel> Session<M> {
             }
             bytes.extend_from_slice(&self.model.piece(token));
             text = String::from_utf8_lossy(valid_utf8_prefix(&bytes)).into_owned();
-            line_done = line_done || text.trim_start_matches('\n').contains('\n');
+            let rated_up_to = line_ends.last().map_or(0, |(at, _)| at + 1);
+            for (idx, _) in text[rated_up_to.min(text.len())..].match_indices('\n') {
+                let at = rated_up_to + idx;
+                // Leading line breaks are not a line of the suggestion.
+                if !text[..at].trim().is_empty() {
+                    line_ends.push((at, sequence_prob));
+                }
+            }
             if let Some(cut) = stop_strings.iter().filter_map(|stop| text.find(stop.as_str())).min() {
                 text.truncate(cut);
                 break StopReason::StopRule;
@@ -508,17 +517,25 @@ impl<M: LanguageModel> Session<M> {
         if stop == StopReason::Deadline && request.mode != StopMode::Free && !text.contains('\n') {
             text.clear();
         }
-        let mut text = if request.mode == StopMode::Free {
+        // Rated on the model's own text, before post-processing changes its lengths.
+        let first_line_prob = line_ends.first().map_or(sequence_prob, |(_, prob)| *prob);
+        stats.confidence_permille = (first_line_prob * 1000.0).round().clamp(0.0, 1000.0) as u32;
+        let min = f64::from(request.min_confidence);
+        if !text.trim().is_empty() && first_line_prob < min {
+            tracing::debug!(confidence = first_line_prob, min, text, "suggestion below confidence");
+            stats.below_confidence = true;
+            text.clear();
+        } else if sequence_prob < min {
+            // Later lines are kept while the whole suggestion up to them stays as likely as the threshold asks.
+            if let Some((at, _)) = line_ends.iter().take_while(|(_, prob)| *prob >= min).last() {
+                text.truncate(*at);
+            }
+        }
+        let text = if request.mode == StopMode::Free {
             text
         } else {
             postprocess::finalize(&text, &stop_context).unwrap_or_default()
         };
-        stats.confidence_permille = (line_prob * 1000.0).round().clamp(0.0, 1000.0) as u32;
-        if !text.is_empty() && line_prob < f64::from(request.min_confidence) {
-            tracing::debug!(confidence = line_prob, min = request.min_confidence, text, "suggestion below confidence");
-            stats.below_confidence = true;
-            text.clear();
-        }
         Ok(self.finish(text, stop, stats, started))
     }
 
@@ -834,6 +851,22 @@ mod tests {
         assert_eq!(above.text, " = 1;");
         assert!(!above.stats.below_confidence);
         assert_eq!(above.stats.confidence_permille, 262, "only the first line is rated");
+    }
+
+    #[test]
+    fn a_block_keeps_the_lines_whose_running_probability_stays_above_the_threshold() {
+        // One token per character at 0.95: after "a();\n" 0.774, after "    b();\n" 0.488, after "    c();" and
+        // the end of generation 0.307.
+        let mut model = FakeModel::new("a();\n    b();\n    c();");
+        model.token_probability = Some(0.95);
+        let mut session = Session::new(model, None);
+        let mut req = request("fn f() {\n    ", "\n}", StopMode::Block);
+        req.indent = "    ".into();
+        req.min_confidence = 0.4;
+        let answer = session.complete(&req, Instant::now()).unwrap();
+        assert_eq!(answer.text, "a();\n    b();");
+        assert_eq!(answer.stats.confidence_permille, 774);
+        assert!(!answer.stats.below_confidence);
     }
 
     #[test]

@@ -107,6 +107,17 @@ pub struct CompleteArgs {
     pub deadline_ms: u64,
     #[arg(long, default_value_t = 64)]
     pub max_tokens: usize,
+    /// Show the suggestion only when the model gives its first line at least this probability (0 to 1), as
+    /// the server's `inline.minConfidence`.
+    #[arg(long, default_value_t = spark_ide::config::DEFAULT_MIN_CONFIDENCE, value_parser = probability)]
+    pub min_confidence: f32,
+}
+
+fn probability(value: &str) -> Result<f32, String> {
+    match value.parse::<f32>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        _ => Err(format!("{value:?} is not a probability between 0 and 1")),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -190,8 +201,12 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     let process_start = Instant::now();
     let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
     let info = engine.wait_ready().await.context("the model is not available")?;
-    let settings =
-        InlineSettings { deadline_ms: args.deadline_ms, max_tokens: args.max_tokens, ..InlineSettings::default() };
+    let settings = InlineSettings {
+        deadline_ms: args.deadline_ms,
+        max_tokens: args.max_tokens,
+        min_confidence: args.min_confidence,
+        ..InlineSettings::default()
+    };
     let path = args.file.to_string_lossy().into_owned();
     let prepared = suggest::prepare(
         &document,
@@ -228,6 +243,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
                 "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                 "nGenerated": stats.n_generated, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
                 "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+                "confidence": f64::from(stats.confidence_permille) / 1000.0, "belowConfidence": stats.below_confidence,
             },
             "model": {"path": info.path, "name": info.name, "arch": info.architecture, "fim": info.fim.is_some()},
         });
@@ -239,8 +255,17 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
         }
         println!("--");
         println!(
-            "latency {latency_ms} ms ({mode:?} mode; prompt {} tokens: {} evaluated in {} ms; {} generated; stop: {:?}); model {} loaded in {} ms",
-            stats.n_prompt, stats.n_decoded, stats.prompt_ms, stats.n_generated, completion.stop, info.name, info.load_ms
+            "latency {latency_ms} ms ({mode:?} mode; prompt {} tokens: {} evaluated in {} ms; {} generated; stop: {:?}; \
+             first line's probability {:.3}{}); model {} loaded in {} ms",
+            stats.n_prompt,
+            stats.n_decoded,
+            stats.prompt_ms,
+            stats.n_generated,
+            completion.stop,
+            f64::from(stats.confidence_permille) / 1000.0,
+            if stats.below_confidence { ", under inline.minConfidence: not shown" } else { "" },
+            info.name,
+            info.load_ms
         );
     }
     engine.shutdown();

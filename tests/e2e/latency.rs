@@ -118,7 +118,8 @@ fn a_superseded_request_is_answered_and_its_generation_stops() {
 #[test]
 fn a_shown_suggestion_is_prefetched_in_its_accepted_state() {
     let mut client = LspClient::start(&[], None).unwrap();
-    client.initialize(json!({"inline": {"deadlineMs": 120000}})).unwrap();
+    // Every checked suggestion is shown: the prefetch of a shown one is the subject, not the model's confidence.
+    client.initialize(json!({"inline": {"deadlineMs": 120000, "minConfidence": 0.0}})).unwrap();
     client.wait_model_ready(Duration::from_secs(180)).unwrap();
     let (mut text, mut at) = fixture();
     open(&mut client, URI, &text);

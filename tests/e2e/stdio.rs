@@ -13,9 +13,11 @@ fn fixture() -> (String, usize) {
     (text.replace("$0", ""), cursor)
 }
 
-/// Generous deadlines: the suite asserts behaviour, and CI machines are noisy; speed lives in spark-bench.
+/// Generous deadlines: the suite asserts behaviour, and CI machines are noisy; speed lives in spark-bench. Every
+/// checked suggestion is shown (`minConfidence` 0): these tests are about the protocol, and the default model's
+/// confidence at the fixture's place is not their subject (engine/tests/local_model.rs tests the gate).
 fn options() -> Value {
-    json!({"inline": {"deadlineMs": 120000}})
+    json!({"inline": {"deadlineMs": 120000, "minConfidence": 0.0}})
 }
 
 fn open(client: &mut LspClient, text: &str) {

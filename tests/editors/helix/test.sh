@@ -30,11 +30,15 @@ wait_screen() {
   done
 }
 
-# The shipped languages.toml, verbatim; `spark-lsp` resolves through PATH to the binary under test. rust-analyzer
-# is left off PATH so that the menu holds Spark's items only and the model has the CPU to itself.
+# The shipped languages.toml, with one line added to its `inline` table: the default model rates its guess after
+# `let y = max(` at 0.17, under the default inline.minConfidence (0.25), so the gate is opened; the test is about
+# Helix's menu. `spark-lsp` resolves through PATH to the binary under test. rust-analyzer is left off PATH so that
+# the menu holds Spark's items only and the model has the CPU to itself.
 mkdir -p "$SCRATCH/bin" "$XDG_CONFIG_HOME/helix"
 ln -sf "$SPARK_LSP_BIN" "$SCRATCH/bin/spark-lsp"
-cp "$SPARK_REPO_ROOT/editors/helix/languages.toml" "$XDG_CONFIG_HOME/helix/languages.toml"
+sed 's/^\[language-server\.spark\.config\.inline\]$/&\nminConfidence = 0.0/' \
+  "$SPARK_REPO_ROOT/editors/helix/languages.toml" >"$XDG_CONFIG_HOME/helix/languages.toml"
+grep -q '^minConfidence = 0.0$' "$XDG_CONFIG_HOME/helix/languages.toml" || fail "languages.toml has no inline table"
 cat >"$XDG_CONFIG_HOME/helix/config.toml" <<'TOML'
 [editor]
 completion-trigger-len = 1

@@ -64,6 +64,9 @@ function writeSettings() {
     // Chromium and code-server share the 2 CPUs with the model here; the default deadline can cut a first answer
     // to nothing, and VS Code asks again only on the next keystroke.
     "spark.inline.deadlineMs": 8000,
+    // The default model rates its guess after `let y = max(` at 0.17, under the default inline.minConfidence
+    // (0.25): shown only with the gate open. The test is about VS Code showing and accepting ghost text.
+    "spark.inline.minConfidence": 0,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
     "security.workspace.trust.enabled": false,
