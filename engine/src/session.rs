@@ -376,7 +376,7 @@ impl<M: LanguageModel> Session<M> {
         let mut redecode: Option<Token> = None;
         let mut bytes: Vec<u8> = Vec::new();
         let mut text = String::new();
-        // The probability of the first line (ghost text only; task prompts are sampled and checked otherwise).
+        // Ghost text is rated by the model's own probabilities (task prompts are sampled and checked otherwise).
         let rate = !request.raw_prompt;
         // The probability of everything generated so far, and after each line: (the line break's byte in `text`,
         // the probability of the text up to and including it).
@@ -402,8 +402,7 @@ impl<M: LanguageModel> Session<M> {
                 (token, false, true)
             } else {
                 let token = self.model.sample();
-                // Only the first line's tokens decide (the line's end included); tokens a verified draft gave are
-                // not rated (speculation is off by default).
+                // Tokens a verified draft gave are not rated (speculation is off by default).
                 if rate {
                     sequence_prob *= f64::from(self.model.probability(token).unwrap_or(1.0));
                 }
@@ -522,7 +521,7 @@ impl<M: LanguageModel> Session<M> {
         stats.confidence_permille = (first_line_prob * 1000.0).round().clamp(0.0, 1000.0) as u32;
         let min = f64::from(request.min_confidence);
         if !text.trim().is_empty() && first_line_prob < min {
-            tracing::debug!(confidence = first_line_prob, min, text, "suggestion below confidence");
+            tracing::debug!(confidence = first_line_prob, min, "suggestion below confidence");
             stats.below_confidence = true;
             text.clear();
         } else if sequence_prob < min {
@@ -555,7 +554,6 @@ impl<M: LanguageModel> Session<M> {
                 PromptInput { header: &request.header, prefix: &request.prefix, suffix: &request.suffix },
             )
         };
-        tracing::trace!(prompt = rendered, "prompt");
         let mut tokens: Vec<Token> = self.model.bos().into_iter().collect();
         let n_head = tokens.len();
         tokens.extend(self.model.tokenize(&rendered, self.fim.is_some()));

@@ -393,7 +393,7 @@ impl Workspace {
             off_the_async_workers(move || verify::check_insertion(&document, byte, &text)).await
         };
         let Some(text) = checked else {
-            tracing::debug!(uri, text = completion.text, "suggestion refused: it adds syntax errors");
+            tracing::debug!(uri, bytes = completion.text.len(), "suggestion refused: it adds syntax errors");
             return None;
         };
         if self.documents.get(uri).is_none_or(|now| now.revision != prepared.revision) {
