@@ -251,6 +251,9 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     } else {
         match &verified {
             Some(text) => println!("{text}"),
+            None if stats.below_confidence => {
+                println!("(no suggestion: the model's guess is less likely than inline.minConfidence allows)")
+            }
             None => println!("(no suggestion passed the checks)"),
         }
         println!("--");
