@@ -31,6 +31,26 @@ pub struct Settings {
     pub verify: crate::exec_check::VerifySettings,
     /// Which model tiers the code-action tasks may use.
     pub tasks: crate::tiers::TaskSettings,
+    /// Next-edit suggestions: the edits that follow from the user's last one.
+    pub next_edit: NextEditSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NextEditSettings {
+    /// Predict next edits (answer `spark/nextEdit`, list "Spark next edit" code actions); default on.
+    pub enabled: bool,
+    /// Send `spark/nextEditChanged` when the user pauses: for clients that show a hint (Spark's VS Code and
+    /// Neovim clients ask for it); off by default, as other clients would not know the method.
+    pub notify: bool,
+    /// The pause after the last change of a document before the notification, in milliseconds.
+    pub pause_ms: u64,
+}
+
+impl Default for NextEditSettings {
+    fn default() -> Self {
+        NextEditSettings { enabled: true, notify: false, pause_ms: 300 }
+    }
 }
 
 /// What a prompt may be made of, besides the current file.
@@ -306,6 +326,9 @@ mod tests {
         assert_eq!(flat.model.path, Some(PathBuf::from("/m.gguf")));
         assert_eq!(flat.engine_config().threads, 3);
         assert_eq!(flat.engine_config().model, ModelSource::Path("/m.gguf".into()));
+        let next = Settings::from_json(&json!({"nextEdit": {"notify": true}})).unwrap().next_edit;
+        assert_eq!(next, NextEditSettings { notify: true, ..NextEditSettings::default() });
+        assert!(next.enabled);
         let wrong = Settings::from_json(&json!({"inline": {"maxTokens": "many"}})).unwrap_err();
         assert!(wrong.contains("invalid type"), "{wrong}");
         assert_eq!(Settings::from_json(&serde_json::Value::Null).unwrap(), Settings::default());

@@ -35,6 +35,8 @@ pub struct Document {
     /// Set when a full parse ran out of time or the grammar gave up: the document stays plain text until its
     /// text is replaced wholesale, so that a pathological file costs one abandoned parse, not one per keystroke.
     pub syntax_gave_up: bool,
+    /// The user's recent edits, merged keystroke by keystroke (what next-edit suggestions start from).
+    pub edits: crate::next_edit::EditHistory,
 }
 
 /// What applying changes found worth a log line.
@@ -54,6 +56,7 @@ impl Document {
             rope: Rope::from_str(text),
             tree: None,
             syntax_gave_up: false,
+            edits: Default::default(),
         };
         document.reparse(false);
         document
@@ -69,6 +72,7 @@ impl Document {
                     self.rope = Rope::from_str(&change.text);
                     self.tree = None;
                     self.syntax_gave_up = false;
+                    self.edits.clear();
                     incremental = false;
                 }
                 Some((start, end)) => {
@@ -93,6 +97,7 @@ impl Document {
 
     /// Replaces bytes `start..end` (character boundaries) with `text`, and tells the tree.
     fn replace(&mut self, start: usize, end: usize, text: &str) {
+        let removed = self.rope.byte_slice(start..end).to_string();
         let start_point = self.point(start);
         let old_end_point = self.point(end);
         let start_char = self.rope.byte_to_char(start);
@@ -100,6 +105,7 @@ impl Document {
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, text);
         let new_end = start + text.len();
+        self.edits.record(start, &removed, text, &self.rope);
         let new_end_point = self.point_of(new_end);
         if let Some(tree) = &mut self.tree {
             tree.edit(&InputEdit {

@@ -6,6 +6,7 @@ pub mod config;
 pub mod context;
 pub mod document;
 pub mod exec_check;
+pub mod next_edit;
 pub mod parse;
 pub mod position;
 pub mod privacy;

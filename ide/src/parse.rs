@@ -27,9 +27,14 @@ pub fn rope(lang: Lang, rope: &Rope, old_tree: Option<&Tree>) -> Option<Tree> {
 
 /// Parses a whole text from scratch (a task candidate); logs when it is abandoned.
 pub fn text(lang: Lang, source: &str) -> Option<Tree> {
+    text_from(lang, source, None)
+}
+
+/// Parses a text, reusing `old_tree` (already told about the edits) when given; logs when it is abandoned.
+pub fn text_from(lang: Lang, source: &str, old_tree: Option<&Tree>) -> Option<Tree> {
     let bytes = source.as_bytes();
     let mut read = |byte: usize, _: Point| -> &[u8] { bytes.get(byte..).unwrap_or(&[]) };
-    let tree = limited(lang, &mut read, None);
+    let tree = limited(lang, &mut read, old_tree);
     if tree.is_none() {
         tracing::warn!(bytes = source.len(), "candidate parse abandoned (time limit or grammar)");
     }

@@ -103,6 +103,8 @@ pub struct Workspace {
     strong: Arc<StrongModel>,
     background: Background,
     notify: Notify,
+    /// The last next-edit computation (a document asked about again at the same revision is not recomputed).
+    pub(crate) next_edit_cache: crate::next_edit::serve::NextEditCache,
 }
 
 /// The one scheduler of background work: spawned tasks are kept (and aborted at shutdown), and a document has
@@ -151,6 +153,7 @@ impl Workspace {
             strong: Arc::new(StrongModel::default()),
             background: Background::default(),
             notify: Box::new(notify),
+            next_edit_cache: Default::default(),
         };
         workspace.configure_remote(&settings);
         *workspace.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;

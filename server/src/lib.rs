@@ -7,4 +7,5 @@ pub mod framing;
 pub mod guard;
 pub mod lsp;
 pub mod mcp;
+pub mod next_edit;
 pub mod progress;

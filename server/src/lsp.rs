@@ -20,6 +20,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use crate::actions::{self, ActionData};
+use crate::next_edit::{self, NextEditChanged, NextEditParams};
 
 /// `spark/statusChanged`: the model's state, sent whenever it changes.
 pub enum StatusChanged {}
@@ -37,6 +38,10 @@ pub struct Spark {
     resolve_supported: AtomicBool,
     /// The debounced syntax-diagnostics task of each document.
     diagnostics_tasks: DashMap<Uri, tokio::task::JoinHandle<()>>,
+    /// The pending `spark/nextEditChanged` of each document, and whether the last one sent had edits (a client
+    /// is told once that there are none).
+    next_edit_tasks: DashMap<Uri, tokio::task::JoinHandle<()>>,
+    next_edit_shown: Arc<DashMap<Uri, bool>>,
     /// The status watcher (aborted at shutdown).
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// `SPARK_TEST_PANIC`, read once at start: the LSP method whose handler panics on purpose (tests of the
@@ -50,6 +55,7 @@ pub fn service() -> (crate::guard::CatchPanic<LspService<Spark>>, tower_lsp_serv
         .custom_method("textDocument/inlineCompletion", Spark::inline_completion)
         .custom_method("spark/status", Spark::status)
         .custom_method("spark/recentCalls", Spark::recent_calls)
+        .custom_method("spark/nextEdit", Spark::next_edit)
         .finish();
     (crate::guard::CatchPanic(service), socket)
 }
@@ -62,6 +68,8 @@ impl Spark {
             client_has_progress: AtomicBool::new(false),
             resolve_supported: AtomicBool::new(false),
             diagnostics_tasks: DashMap::new(),
+            next_edit_tasks: DashMap::new(),
+            next_edit_shown: Arc::new(DashMap::new()),
             tasks: Mutex::new(Vec::new()),
             test_panic: std::env::var("SPARK_TEST_PANIC").ok().filter(|method| !method.is_empty()),
         }
@@ -82,9 +90,16 @@ impl Spark {
         self.workspace().map(|workspace| workspace.encoding()).unwrap_or_default()
     }
 
-    /// `textDocument/inlineCompletion` (LSP 3.18).
+    /// `textDocument/inlineCompletion` (LSP 3.18): a predicted next edit under the cursor, else ghost text.
     pub async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
         let TextDocumentPositionParams { text_document, position } = params.text_document_position;
+        let predicted = self
+            .workspace()
+            .and_then(|workspace| workspace.next_edits(text_document.uri.as_str(), Some(to_lsp(position))))
+            .and_then(|found| next_edit::inline_item(&found, position));
+        if let Some(item) = predicted {
+            return Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items: vec![item] })));
+        }
         let items = match self.suggest(&text_document.uri, position).await {
             Some(found) => {
                 let at = from_lsp(found.position);
@@ -115,6 +130,51 @@ impl Spark {
     /// (for benchmarks and for seeing where time goes).
     pub async fn recent_calls(&self) -> Result<Value> {
         Ok(self.workspace().map_or_else(|| json!([]), |workspace| workspace.recent_calls_json()))
+    }
+
+    /// `spark/nextEdit`: the edits predicted from the user's recent edits of a document.
+    pub async fn next_edit(&self, params: NextEditParams) -> Result<Value> {
+        let uri = params.text_document.uri;
+        let Some(workspace) = self.workspace().cloned() else {
+            return Err(tower_lsp_server::jsonrpc::Error::invalid_request());
+        };
+        let position = params.position.map(to_lsp);
+        let key = uri.as_str().to_owned();
+        let found = spark_ide::workspace::off_the_async_workers(move || workspace.next_edits(&key, position)).await;
+        match found {
+            Some(found) => Ok(next_edit::to_json(&uri, &found)),
+            None => Err(tower_lsp_server::jsonrpc::Error::invalid_params(format!("{} is not open", uri.as_str()))),
+        }
+    }
+
+    /// Sends `spark/nextEditChanged` for a document once the user paused, when the client asked for it and the
+    /// answer is news (edits, or none after some were shown).
+    fn schedule_next_edit(&self, uri: &Uri) {
+        let Some(workspace) = self.workspace().cloned() else { return };
+        let settings = workspace.settings().next_edit;
+        if !settings.enabled || !settings.notify {
+            return;
+        }
+        let client = self.client.clone();
+        let shown = self.next_edit_shown.clone();
+        let uri_owned = uri.clone();
+        let handle = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(settings.pause_ms)).await;
+            let key = uri_owned.as_str().to_owned();
+            let Some(found) =
+                spark_ide::workspace::off_the_async_workers(move || workspace.next_edits(&key, None)).await
+            else {
+                return;
+            };
+            let has_edits = !found.edits.is_empty();
+            let had_edits = shown.insert(uri_owned.clone(), has_edits).unwrap_or(false);
+            if has_edits || had_edits {
+                client.send_notification::<NextEditChanged>(next_edit::to_json(&uri_owned, &found)).await;
+            }
+        });
+        if let Some(previous) = self.next_edit_tasks.insert(uri.clone(), handle) {
+            previous.abort();
+        }
     }
 
     async fn suggest(&self, uri: &Uri, position: Position) -> Option<spark_ide::Suggestion> {
@@ -283,6 +343,7 @@ impl LanguageServer for Spark {
             .collect();
         if workspace.edit(uri.as_str(), &changes, params.text_document.version) {
             self.schedule_diagnostics(&uri);
+            self.schedule_next_edit(&uri);
         }
     }
 
@@ -291,6 +352,10 @@ impl LanguageServer for Spark {
         if let Some((_, task)) = self.diagnostics_tasks.remove(&uri) {
             task.abort();
         }
+        if let Some((_, task)) = self.next_edit_tasks.remove(&uri) {
+            task.abort();
+        }
+        self.next_edit_shown.remove(&uri);
         if let Some(workspace) = self.workspace() {
             workspace.close(uri.as_str());
         }
@@ -354,7 +419,11 @@ impl LanguageServer for Spark {
             .into_iter()
             .filter(|diagnostic| diagnostic.source.as_deref() != Some("spark"))
             .collect();
-        let listed = actions::list(&document, &params.text_document.uri, params.range, &diagnostics, encoding, resolve);
+        let mut listed =
+            actions::list(&document, &params.text_document.uri, params.range, &diagnostics, encoding, resolve);
+        if let Some(found) = workspace.next_edits(params.text_document.uri.as_str(), Some(to_lsp(params.range.start))) {
+            listed.extend(next_edit::code_actions(&params.text_document.uri, &found, params.range));
+        }
         Ok((!listed.is_empty()).then_some(listed))
     }
 

@@ -1,0 +1,385 @@
+//! Structural predictors: from the user's last edit and the syntax tree, the edits that follow from it. No model:
+//! each rule needs evidence in the text (the renamed name's other uses; other calls of the function with the
+//! arguments the edited call had), so what it predicts is the user's own change carried on.
+
+use spark_grammars::tree_sitter::{Node, Tree};
+use spark_grammars::{smallest_capture, Lang};
+
+use super::history::Edit;
+
+/// Predictions from one edit are capped: a rename with hundreds of uses is a refactoring tool's job.
+pub const MAX_PREDICTIONS: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Other uses of a name the user renamed.
+    Rename,
+    /// Other calls of a function whose arguments the user changed at one call.
+    Call,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Rename => "rename",
+            Source::Call => "call",
+        }
+    }
+}
+
+/// Replace bytes `start..end` of the current text with `new_text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Predicted {
+    pub start: usize,
+    pub end: usize,
+    pub new_text: String,
+    pub label: String,
+    pub source: Source,
+}
+
+/// Every rule, in order; the first that finds evidence answers.
+pub fn predict(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
+    let mut predicted = rename(lang, text, tree, edit);
+    if predicted.is_empty() {
+        predicted = call_arguments(lang, text, tree, edit);
+    }
+    predicted.sort_by_key(|p| p.start);
+    predicted.dedup_by(|later, earlier| later.start < earlier.end);
+    predicted.truncate(MAX_PREDICTIONS);
+    predicted
+}
+
+// --- rename ---------------------------------------------------------------------------------------------------
+
+/// Which names can stand for the same thing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Value,
+    Member,
+    Type,
+}
+
+fn family(kind: &str) -> Option<Family> {
+    match kind {
+        "identifier" => Some(Family::Value),
+        "field_identifier" | "property_identifier" | "private_property_identifier" => Some(Family::Member),
+        "type_identifier" => Some(Family::Type),
+        // Shorthands (`{ count }`) name a property and a value at once: renaming one side changes the other's
+        // meaning, so they are never predicted.
+        _ => None,
+    }
+}
+
+fn is_word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'$'
+}
+
+fn is_identifier(token: &str) -> bool {
+    token.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'$')
+        && token.bytes().all(is_word_byte)
+}
+
+/// Words, runs of white space and single other characters, with their byte offsets.
+fn lex(text: &str) -> Vec<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        if is_word_byte(bytes[i]) {
+            while i < bytes.len() && is_word_byte(bytes[i]) {
+                i += 1;
+            }
+        } else if bytes[i].is_ascii_whitespace() {
+            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+        } else {
+            i += text[i..].chars().next().map_or(1, char::len_utf8);
+        }
+        tokens.push((start, &text[start..i]));
+    }
+    tokens
+}
+
+/// The edit widened to whole words on both sides: (start, old, new) with the same context added to both.
+fn widened(text: &str, edit: &Edit) -> (usize, String, String) {
+    let bytes = text.as_bytes();
+    let mut start = edit.start;
+    while start > 0 && is_word_byte(bytes[start - 1]) {
+        start -= 1;
+    }
+    let mut end = edit.end();
+    while end < bytes.len() && is_word_byte(bytes[end]) {
+        end += 1;
+    }
+    let (before, after) = (&text[start..edit.start], &text[edit.end()..end]);
+    (start, format!("{before}{}{after}", edit.old), format!("{before}{}{after}", edit.new))
+}
+
+/// The one name substitution `from` → `to` the edit made (the same pair wherever the edit differs), and the
+/// byte where the first new name starts.
+fn substitution(text: &str, edit: &Edit) -> Option<(String, String, usize)> {
+    let (start, old, new) = widened(text, edit);
+    let (old_tokens, new_tokens) = (lex(&old), lex(&new));
+    if old_tokens.len() != new_tokens.len() {
+        return None;
+    }
+    let mut found: Option<(&str, &str, usize)> = None;
+    for ((_, o), (offset, n)) in old_tokens.iter().zip(&new_tokens) {
+        if o == n {
+            continue;
+        }
+        if !is_identifier(o) || !is_identifier(n) {
+            return None;
+        }
+        match found {
+            None => found = Some((o, n, start + offset)),
+            Some((from, to, _)) if from == *o && to == *n => {}
+            Some(_) => return None,
+        }
+    }
+    found.map(|(from, to, at)| (from.to_owned(), to.to_owned(), at))
+}
+
+const ITEM_KINDS: [&str; 18] = [
+    "function_item",
+    "function_signature_item",
+    "struct_item",
+    "enum_item",
+    "union_item",
+    "trait_item",
+    "type_item",
+    "const_item",
+    "static_item",
+    "field_declaration",
+    "enum_variant",
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+    "class_declaration",
+    "interface_declaration",
+    "type_alias_declaration",
+    "enum_declaration",
+];
+
+const MEMBER_DECLARATIONS: [&str; 5] = [
+    "field_declaration",
+    "public_field_definition",
+    "property_signature",
+    "method_signature",
+    "abstract_method_signature",
+];
+
+/// The leaves named `name` of the given families inside `scope`, in document order.
+fn named_leaves<'t>(scope: Node<'t>, source: &[u8], name: &str, families: &[Family]) -> Vec<Node<'t>> {
+    let mut found = Vec::new();
+    let mut cursor = scope.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.child_count() == 0 {
+            if family(node.kind()).is_some_and(|f| families.contains(&f))
+                && node.utf8_text(source).is_ok_and(|t| t == name)
+            {
+                found.push(node);
+            }
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node() == scope {
+                break 'walk;
+            }
+        }
+    }
+    found
+}
+
+fn rename(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
+    let Some((from, to, at)) = substitution(text, edit) else { return Vec::new() };
+    let source = text.as_bytes();
+    let root = tree.root_node();
+    let Some(site) = root.descendant_for_byte_range(at, at + to.len()) else { return Vec::new() };
+    let Some(site_family) = family(site.kind()) else { return Vec::new() };
+    if site.start_byte() != at || site.end_byte() != at + to.len() {
+        return Vec::new();
+    }
+    let declared_item = site.parent().filter(|parent| {
+        (ITEM_KINDS.contains(&parent.kind()) || MEMBER_DECLARATIONS.contains(&parent.kind()))
+            && parent.child_by_field_name("name") == Some(site)
+    });
+    // A declared item's name is used across the file; any other name in the function it is in (or the file).
+    let (scope, families) = match declared_item {
+        Some(item) if MEMBER_DECLARATIONS.contains(&item.kind()) => (root, vec![Family::Member]),
+        Some(item) if item.kind().contains("function") || item.kind().contains("method") => {
+            (root, vec![Family::Value, Family::Member])
+        }
+        Some(_) if site_family == Family::Type => (root, vec![Family::Type, Family::Value]),
+        Some(_) => (root, vec![site_family]),
+        None => {
+            let function = smallest_capture(&lang.queries().functions, "function", root, source, at, at + to.len());
+            (function.unwrap_or(root), vec![site_family])
+        }
+    };
+    let (edit_start, edit_end) = (edit.start.min(at), edit.end().max(at + to.len()));
+    let outside = |node: &Node| node.end_byte() <= edit_start || node.start_byte() >= edit_end;
+    // The new name must be new here: if it is already used, the user pointed one use at another name.
+    if named_leaves(scope, source, &to, &families).iter().any(outside) {
+        return Vec::new();
+    }
+    let label = format!("`{from}` → `{to}`");
+    named_leaves(scope, source, &from, &families)
+        .into_iter()
+        .filter(outside)
+        .map(|node| Predicted {
+            start: node.start_byte(),
+            end: node.end_byte(),
+            new_text: to.clone(),
+            label: label.clone(),
+            source: Source::Rename,
+        })
+        .collect()
+}
+
+// --- call arguments -------------------------------------------------------------------------------------------
+
+const CALL_KINDS: [&str; 2] = ["call_expression", "new_expression"];
+
+/// The name a call is made through (`f`, `x.f`, `a::f`, `new F`), and whether it is a method-style call.
+fn callee(call: Node, source: &[u8]) -> Option<(String, bool)> {
+    let mut function = call.child_by_field_name("function").or_else(|| call.child_by_field_name("constructor"))?;
+    if function.kind() == "generic_function" {
+        function = function.child_by_field_name("function")?;
+    }
+    let (name, method) = match function.kind() {
+        "field_expression" => (function.child_by_field_name("field")?, true),
+        "member_expression" => (function.child_by_field_name("property")?, true),
+        "scoped_identifier" => (function.child_by_field_name("name")?, false),
+        "identifier" => (function, false),
+        _ => return None,
+    };
+    Some((name.utf8_text(source).ok()?.to_owned(), method))
+}
+
+/// The argument nodes of a call (comments left out).
+fn arguments<'t>(call: Node<'t>) -> Option<(Node<'t>, Vec<Node<'t>>)> {
+    let list = call.child_by_field_name("arguments")?;
+    let mut cursor = list.walk();
+    let args = list.named_children(&mut cursor).filter(|node| !node.kind().contains("comment")).collect();
+    Some((list, args))
+}
+
+fn texts<'s>(nodes: &[Node], source: &'s [u8]) -> Vec<&'s str> {
+    nodes.iter().map(|node| node.utf8_text(source).unwrap_or("")).collect()
+}
+
+/// `longer` is `shorter` with one element put in: its index.
+fn one_inserted(shorter: &[&str], longer: &[&str]) -> Option<usize> {
+    if longer.len() != shorter.len() + 1 {
+        return None;
+    }
+    let index = shorter.iter().zip(longer).position(|(a, b)| a != b).unwrap_or(shorter.len());
+    (longer[..index] == shorter[..index] && longer[index + 1..] == shorter[index..]).then_some(index)
+}
+
+fn call_arguments(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
+    let source = text.as_bytes();
+    let root = tree.root_node();
+    let Some(mut node) = root.descendant_for_byte_range(edit.start, edit.end()) else { return Vec::new() };
+    // The innermost call whose argument list holds the whole edit.
+    let call = loop {
+        if CALL_KINDS.contains(&node.kind()) {
+            if let Some(list) = node.child_by_field_name("arguments") {
+                if list.start_byte() < edit.start && edit.end() < list.end_byte() {
+                    break node;
+                }
+            }
+        }
+        match node.parent() {
+            Some(parent) => node = parent,
+            None => return Vec::new(),
+        }
+    };
+    let Some((name, method)) = callee(call, source) else { return Vec::new() };
+    let Some((_, after_nodes)) = arguments(call) else { return Vec::new() };
+    let after = texts(&after_nodes, source);
+    // The same call before the edit, from the text with the edit undone.
+    let old_text = format!("{}{}{}", &text[..edit.start], edit.old, &text[edit.end()..]);
+    let Some(old_tree) = crate::parse::text(lang, &old_text) else { return Vec::new() };
+    let old_source = old_text.as_bytes();
+    let list_start = call.child_by_field_name("arguments").map_or(0, |list| list.start_byte());
+    let Some(old_call) = call_at(old_tree.root_node(), call.start_byte(), list_start) else { return Vec::new() };
+    if callee(old_call, old_source) != Some((name.clone(), method)) {
+        return Vec::new();
+    }
+    let Some((_, before_nodes)) = arguments(old_call) else { return Vec::new() };
+    let before = texts(&before_nodes, old_source);
+
+    enum Change<'a> {
+        Insert(usize, &'a str),
+        Remove(usize, &'a str),
+    }
+    let change = if let Some(index) = one_inserted(&before, &after) {
+        Change::Insert(index, after[index])
+    } else if let Some(index) = one_inserted(&after, &before) {
+        Change::Remove(index, before[index])
+    } else {
+        return Vec::new();
+    };
+    let label = match change {
+        Change::Insert(_, arg) => format!("add `{arg}` to the calls of `{name}`"),
+        Change::Remove(_, arg) => format!("remove `{arg}` from the calls of `{name}`"),
+    };
+    let mut predicted = Vec::new();
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        stack.extend(node.children(&mut cursor));
+        if node == call || !CALL_KINDS.contains(&node.kind()) || callee(node, source) != Some((name.clone(), method)) {
+            continue;
+        }
+        let Some((list, args)) = arguments(node) else { continue };
+        if args.len() != before.len() || node.has_error() {
+            continue;
+        }
+        let replacement = match change {
+            Change::Insert(_, arg) if args.is_empty() => (list.start_byte() + 1, list.start_byte() + 1, arg.into()),
+            Change::Insert(index, arg) if index == args.len() => {
+                let end = args[index - 1].end_byte();
+                (end, end, format!(", {arg}"))
+            }
+            Change::Insert(index, arg) => {
+                let start = args[index].start_byte();
+                (start, start, format!("{arg}, "))
+            }
+            Change::Remove(index, arg) => {
+                if args[index].utf8_text(source).ok() != Some(arg) {
+                    continue;
+                }
+                match (index > 0, index + 1 < args.len()) {
+                    (true, _) => (args[index - 1].end_byte(), args[index].end_byte(), String::new()),
+                    (false, true) => (args[index].start_byte(), args[index + 1].start_byte(), String::new()),
+                    (false, false) => (args[index].start_byte(), args[index].end_byte(), String::new()),
+                }
+            }
+        };
+        let (start, end, new_text) = replacement;
+        predicted.push(Predicted { start, end, new_text, label: label.clone(), source: Source::Call });
+    }
+    predicted
+}
+
+/// The call that starts at `start` with its argument list at `list_start` (the text before both is unchanged).
+fn call_at(root: Node<'_>, start: usize, list_start: usize) -> Option<Node<'_>> {
+    let mut node = root.descendant_for_byte_range(list_start, list_start)?;
+    loop {
+        let list = node.child_by_field_name("arguments");
+        if CALL_KINDS.contains(&node.kind())
+            && node.start_byte() == start
+            && list.is_some_and(|list| list.start_byte() == list_start)
+        {
+            return Some(node);
+        }
+        node = node.parent()?;
+    }
+}

@@ -1,0 +1,171 @@
+use ropey::Rope;
+use spark_grammars::Lang;
+
+use super::*;
+
+/// `before` with the user's edit: the first `old` after the marker `‸` replaced by `new` (the marker removed).
+struct Case {
+    text: String,
+    tree: Tree,
+    history: EditHistory,
+    lang: Lang,
+}
+
+fn edited(lang: Lang, before: &str, old: &str, new: &str) -> Case {
+    let marker = before.find('‸').expect("a ‸ marks the edit");
+    let before = before.replace('‸', "");
+    let start = marker + before[marker..].find(old).expect("old text after the marker");
+    let mut rope = Rope::from_str(&before);
+    let mut history = EditHistory::default();
+    // As typed: the old text selected and replaced by the first character, then the rest one by one.
+    let mut chars = new.char_indices();
+    let first = chars.next().map_or(0, |(_, c)| c.len_utf8());
+    let mut replace = |start: usize, end: usize, inserted: &str| {
+        let removed = rope.byte_slice(start..end).to_string();
+        let (from, to) = (rope.byte_to_char(start), rope.byte_to_char(end));
+        rope.remove(from..to);
+        rope.insert(from, inserted);
+        history.record(start, &removed, inserted, &rope);
+    };
+    replace(start, start + old.len(), &new[..first]);
+    for (offset, c) in chars {
+        replace(start + offset, start + offset, &c.to_string());
+    }
+    let text = rope.to_string();
+    let tree = crate::parse::text(lang, &text).unwrap();
+    Case { text, tree, history, lang }
+}
+
+fn applied(case: &Case, edits: &[Predicted]) -> String {
+    let mut text = case.text.clone();
+    for predicted in edits.iter().rev() {
+        text.replace_range(predicted.start..predicted.end, &predicted.new_text);
+    }
+    text
+}
+
+fn predicted(case: &Case) -> Verified {
+    next_edits(case.lang, &case.text, &case.tree, &case.history)
+}
+
+#[test]
+fn renaming_a_local_renames_its_uses_in_that_function_only() {
+    let case = edited(
+        Lang::Rust,
+        "fn a() -> u32 {\n    let ‸count = 1;\n    let y = count + 2;\n    println!(\"{}\", count);\n    y * count\n}\n\nfn b(count: u32) -> u32 {\n    count\n}\n",
+        "count",
+        "total",
+    );
+    let found = predicted(&case);
+    assert_eq!(found.edits.len(), 3, "{found:?}");
+    assert!(found.edits.iter().all(|edit| edit.source == Source::Rename && edit.label == "`count` → `total`"));
+    assert!(found.all_together);
+    assert_eq!(
+        applied(&case, &found.edits),
+        "fn a() -> u32 {\n    let total = 1;\n    let y = total + 2;\n    println!(\"{}\", total);\n    y * total\n}\n\nfn b(count: u32) -> u32 {\n    count\n}\n"
+    );
+}
+
+#[test]
+fn renaming_a_field_renames_member_uses_across_the_file_and_not_locals() {
+    let case = edited(
+        Lang::Rust,
+        "struct S {\n    ‸len: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        let len = 3;\n        self.len + len\n    }\n}\n\nfn make() -> S {\n    S { len: 0 }\n}\n",
+        "len",
+        "size",
+    );
+    let text = applied(&case, &predicted(&case).edits);
+    assert_eq!(
+        text,
+        "struct S {\n    size: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        let len = 3;\n        self.size + len\n    }\n}\n\nfn make() -> S {\n    S { size: 0 }\n}\n"
+    );
+}
+
+#[test]
+fn pointing_a_use_at_an_existing_name_predicts_nothing() {
+    let case = edited(Lang::Rust, "fn f(a: u32, b: u32) -> u32 {\n    let x = ‸a + 1;\n    a * b\n}\n", "a", "b");
+    assert_eq!(predicted(&case), Verified::default());
+}
+
+#[test]
+fn an_edit_that_is_not_one_name_for_another_predicts_no_rename() {
+    let case = edited(Lang::Rust, "fn f(a: u32) -> u32 {\n    let x = ‸a + 1;\n    a * x\n}\n", "a + 1", "a * 2");
+    assert!(predicted(&case).edits.is_empty());
+}
+
+#[test]
+fn renaming_a_typescript_function_renames_its_calls_and_method_uses() {
+    let case = edited(
+        Lang::TypeScript,
+        "export function ‸parseItem(raw: string): number {\n  return raw.length;\n}\n\nconst a = parseItem(\"x\");\nconst b = [\"y\"].map(parseItem);\nconst parseItemCount = 2;\n",
+        "parseItem",
+        "readItem",
+    );
+    let found = predicted(&case);
+    assert_eq!(
+        applied(&case, &found.edits),
+        "export function readItem(raw: string): number {\n  return raw.length;\n}\n\nconst a = readItem(\"x\");\nconst b = [\"y\"].map(readItem);\nconst parseItemCount = 2;\n"
+    );
+}
+
+#[test]
+fn an_argument_added_at_one_call_is_added_to_the_calls_with_the_same_arguments() {
+    let case = edited(
+        Lang::Rust,
+        "fn main() {\n    let a = load(‸path);\n    let b = load(other);\n    let c = load(x, y);\n    let d = loader.load(z);\n}\n",
+        "path",
+        "path, &config",
+    );
+    let found = predicted(&case);
+    assert!(found.edits.iter().all(|edit| edit.source == Source::Call), "{found:?}");
+    assert_eq!(
+        applied(&case, &found.edits),
+        "fn main() {\n    let a = load(path, &config);\n    let b = load(other, &config);\n    let c = load(x, y);\n    let d = loader.load(z);\n}\n"
+    );
+}
+
+#[test]
+fn an_argument_removed_at_one_call_is_removed_where_the_same_argument_is_passed() {
+    let case = edited(Lang::TypeScript, "render(‸ctx, a);\nrender(ctx, b);\nrender(other, c);\n", "ctx, a", "a");
+    assert_eq!(applied(&case, &predicted(&case).edits), "render(a);\nrender(b);\nrender(other, c);\n");
+}
+
+#[test]
+fn a_prediction_that_adds_a_syntax_error_is_refused() {
+    let case = edited(Lang::Rust, "fn f() {\n    let ‸count = 1;\n    g(count);\n}\n", "count", "total");
+    let edit = case.history.last().unwrap();
+    let at = case.text.find("g(count)").unwrap() + 2;
+    let broken =
+        Predicted { start: at, end: at + 5, new_text: "total)".into(), label: String::new(), source: Source::Rename };
+    assert_eq!(
+        check(case.lang, &case.text, &case.tree, edit, std::slice::from_ref(&broken)),
+        Err(Refusal::AddsSyntaxError)
+    );
+    let fine = Predicted { new_text: "total".into(), ..broken };
+    assert_eq!(check(case.lang, &case.text, &case.tree, edit, &[fine]), Ok(()));
+}
+
+#[test]
+fn a_prediction_inside_or_undoing_the_users_edit_is_refused() {
+    let case = edited(Lang::Rust, "fn f() {\n    let ‸count = 1;\n    g(total);\n}\n", "count", "total");
+    let edit = case.history.last().unwrap();
+    let inside = Predicted {
+        start: edit.start + 1,
+        end: edit.start + 2,
+        new_text: "x".into(),
+        label: String::new(),
+        source: Source::Rename,
+    };
+    assert_eq!(check(case.lang, &case.text, &case.tree, edit, &[inside]), Err(Refusal::TouchesTheUsersEdit));
+    let at = case.text.find("g(total)").unwrap() + 2;
+    let undo =
+        Predicted { start: at, end: at + 5, new_text: "count".into(), label: String::new(), source: Source::Rename };
+    assert_eq!(check(case.lang, &case.text, &case.tree, edit, &[undo]), Err(Refusal::Reversal));
+}
+
+#[test]
+fn without_an_edit_nothing_is_predicted() {
+    let text = "fn f() {}\n";
+    let tree = crate::parse::text(Lang::Rust, text).unwrap();
+    assert_eq!(next_edits(Lang::Rust, text, &tree, &EditHistory::default()), Verified::default());
+}
