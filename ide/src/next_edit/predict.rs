@@ -16,6 +16,9 @@ pub enum Source {
     Rename,
     /// Other calls of a function whose arguments the user changed at one call.
     Call,
+    /// The same change in the siblings of the edited item that have its shape (match arms, fields, variants,
+    /// object properties).
+    Sibling,
 }
 
 impl Source {
@@ -23,6 +26,7 @@ impl Source {
         match self {
             Source::Rename => "rename",
             Source::Call => "call",
+            Source::Sibling => "sibling",
         }
     }
 }
@@ -42,6 +46,9 @@ pub fn predict(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicte
     let mut predicted = rename(lang, text, tree, edit);
     if predicted.is_empty() {
         predicted = call_arguments(lang, text, tree, edit);
+    }
+    if predicted.is_empty() {
+        predicted = siblings(text, tree, edit);
     }
     predicted.sort_by_key(|p| p.start);
     predicted.dedup_by(|later, earlier| later.start < earlier.end);
@@ -382,4 +389,124 @@ fn call_at(root: Node<'_>, start: usize, list_start: usize) -> Option<Node<'_>> 
         }
         node = node.parent()?;
     }
+}
+
+// --- siblings -------------------------------------------------------------------------------------------------
+
+/// Lists of like items: an edit of one item is carried to the others of the same shape.
+const LIST_KINDS: [&str; 13] = [
+    "match_block",
+    "field_declaration_list",
+    "field_initializer_list",
+    "enum_variant_list",
+    "use_list",
+    "array_expression",
+    "object",
+    "object_type",
+    "interface_body",
+    "enum_body",
+    "switch_body",
+    "array",
+    "named_imports",
+];
+
+/// The non-blank tokens of `text` with their offsets.
+fn words(text: &str) -> Vec<(usize, &str)> {
+    lex(text).into_iter().filter(|(_, token)| !token.trim().is_empty()).collect()
+}
+
+fn is_word(token: &str) -> bool {
+    token.bytes().all(is_word_byte)
+}
+
+/// Two tokens that can stand in the same place of two items of the same shape: the same text, or two names,
+/// or two numbers.
+fn same_place(a: &str, b: &str) -> bool {
+    a == b || (is_word(a) && is_word(b) && a.as_bytes()[0].is_ascii_digit() == b.as_bytes()[0].is_ascii_digit())
+}
+
+fn siblings(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
+    if edit.old.contains('\n') || edit.new.contains('\n') {
+        return Vec::new();
+    }
+    let root = tree.root_node();
+    let Some(mut node) = root.descendant_for_byte_range(edit.start, edit.end()) else { return Vec::new() };
+    let item = loop {
+        let Some(parent) = node.parent() else { return Vec::new() };
+        if LIST_KINDS.contains(&parent.kind()) && node.is_named() && !node.kind().contains("comment") {
+            break node;
+        }
+        node = parent;
+    };
+    if item.start_byte() > edit.start || edit.end() > item.end_byte() || item.has_error() {
+        return Vec::new();
+    }
+    let now = &text[item.byte_range()];
+    let at = edit.start - item.start_byte();
+    let before = format!("{}{}{}", &now[..at], edit.old, &now[at + edit.new.len()..]);
+    let (old, new) = (words(&before), words(now));
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a.1 == b.1).count();
+    let max_suffix = old.len().min(new.len()) - prefix;
+    let suffix = old.iter().rev().zip(new.iter().rev()).take(max_suffix).take_while(|(a, b)| a.1 == b.1).count();
+    let (i, j, new_j) = (prefix, old.len() - suffix, new.len() - suffix);
+    if i == j && prefix == new_j {
+        return Vec::new();
+    }
+    // The user's replacement: the text between the unchanged tokens around it.
+    let span = |tokens: &[(usize, &str)], len: usize, from: usize, to: usize| {
+        let start = if from > 0 { tokens[from - 1].0 + tokens[from - 1].1.len() } else { 0 };
+        let end = if to < tokens.len() { tokens[to].0 } else { len };
+        (start, end)
+    };
+    let (new_start, new_end) = span(&new, now.len(), i, new_j);
+    let replacement = &now[new_start..new_end];
+    let label = format!("like line {}: `{}`", item.start_position().row + 1, replacement.trim());
+
+    let source = text.as_bytes();
+    let mut predicted = Vec::new();
+    let mut cursor = item.parent().map(|parent| parent.walk());
+    let Some(cursor) = cursor.as_mut() else { return Vec::new() };
+    let Some(parent) = item.parent() else { return Vec::new() };
+    for sibling in parent.named_children(cursor) {
+        if sibling == item || sibling.kind() != item.kind() || sibling.has_error() {
+            continue;
+        }
+        let Ok(sibling_text) = sibling.utf8_text(source) else { continue };
+        let theirs = words(sibling_text);
+        if theirs.len() != old.len() || !old.iter().zip(&theirs).all(|(a, b)| same_place(a.1, b.1)) {
+            continue;
+        }
+        // The replaced part must be the same text in the sibling; the names that differ elsewhere are renamed
+        // in the replacement (`parse_a(x)?` in the arm of `A` is `parse_b(x)?` in the arm of `B`).
+        if old[i..j].iter().zip(&theirs[i..j]).any(|(a, b)| a.1 != b.1) {
+            continue;
+        }
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        let mut consistent = true;
+        for (a, b) in old.iter().zip(&theirs) {
+            if a.1 != b.1 {
+                match names.iter().find(|(from, _)| *from == a.1) {
+                    Some((_, to)) if *to != b.1 => consistent = false,
+                    Some(_) => {}
+                    None => names.push((a.1, b.1)),
+                }
+            }
+        }
+        if !consistent {
+            continue;
+        }
+        let carried: String = lex(replacement)
+            .into_iter()
+            .map(|(_, token)| names.iter().find(|(from, _)| *from == token).map_or(token, |(_, to)| to))
+            .collect();
+        let (start, end) = span(&theirs, sibling_text.len(), i, j);
+        predicted.push(Predicted {
+            start: sibling.start_byte() + start,
+            end: sibling.start_byte() + end,
+            new_text: carried,
+            label: label.clone(),
+            source: Source::Sibling,
+        });
+    }
+    predicted
 }

@@ -169,3 +169,33 @@ fn without_an_edit_nothing_is_predicted() {
     let tree = crate::parse::text(Lang::Rust, text).unwrap();
     assert_eq!(next_edits(Lang::Rust, text, &tree, &EditHistory::default()), Verified::default());
 }
+
+#[test]
+fn a_change_to_one_match_arm_is_carried_to_the_arms_of_the_same_shape() {
+    let case = edited(
+        Lang::Rust,
+        "fn f(k: Kind, x: &str) -> Result<u32, E> {\n    Ok(match k {\n        Kind::A => ‸parse_a(x),\n        Kind::B => parse_b(x),\n        Kind::C => 0,\n    })\n}\n",
+        "parse_a(x)",
+        "parse_a(x)?",
+    );
+    let found = predicted(&case);
+    assert!(found.edits.iter().all(|edit| edit.source == Source::Sibling), "{found:?}");
+    assert_eq!(
+        applied(&case, &found.edits),
+        "fn f(k: Kind, x: &str) -> Result<u32, E> {\n    Ok(match k {\n        Kind::A => parse_a(x)?,\n        Kind::B => parse_b(x)?,\n        Kind::C => 0,\n    })\n}\n"
+    );
+}
+
+#[test]
+fn a_field_made_optional_carries_to_the_fields_of_the_same_shape() {
+    let case = edited(
+        Lang::TypeScript,
+        "interface Options {\n  ‸name: string;\n  label: string;\n  count: number;\n  handler(): void;\n}\n",
+        "name",
+        "name?",
+    );
+    assert_eq!(
+        applied(&case, &predicted(&case).edits),
+        "interface Options {\n  name?: string;\n  label?: string;\n  count?: number;\n  handler(): void;\n}\n"
+    );
+}
