@@ -691,6 +691,7 @@ mod tests {
             sampling: crate::session::Sampling::default(),
             background: false,
             min_confidence: 0.0,
+            speculate: false,
         };
         (Job { request, queued_at: Instant::now(), reply }, answer)
     }

@@ -55,6 +55,9 @@ pub struct CompletionRequest {
     /// probabilities, the line's end included) is at least this; 0 shows everything. A guess the model itself
     /// rates unlikely is mostly wrong, and a wrong suggestion costs the user more than none.
     pub min_confidence: f32,
+    /// Decode with prompt-lookup speculation even when `model.speculative` is off: for answers that mostly copy
+    /// the prompt (a rewritten window), where an exact match with plain greedy decoding is not the point.
+    pub speculate: bool,
 }
 
 /// Why generation ended.
@@ -365,7 +368,8 @@ impl<M: LanguageModel> Session<M> {
         let stop_strings: Vec<String> = model_stops.iter().chain(&request.stop_strings).cloned().collect();
         self.model.set_sampling(request.sampling);
         // Greedy requests are decoded speculatively: the output is the same token for token.
-        let speculate = self.speculative && request.sampling.temperature <= 0.0 && self.model.can_verify();
+        let speculate =
+            (self.speculative || request.speculate) && request.sampling.temperature <= 0.0 && self.model.can_verify();
         let n_prompt_tokens = tokens.len();
         let n_ctx = self.model.n_ctx();
         // Tokens greedy decoding produces next, already known from a verified draft: `ahead` are in the KV cache
@@ -788,6 +792,7 @@ mod tests {
             sampling: Sampling::default(),
             background: false,
             min_confidence: 0.0,
+            speculate: false,
         }
     }
 

@@ -136,6 +136,7 @@ mod tests {
             sampling: crate::session::Sampling::default(),
             background: false,
             min_confidence: 0.0,
+            speculate: false,
         }
     }
 

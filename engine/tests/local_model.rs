@@ -46,6 +46,7 @@ fn ghost(lane: u64, prefix: &str, suffix: &str) -> CompletionRequest {
         sampling: Sampling::default(),
         background: false,
         min_confidence: 0.0,
+        speculate: false,
     }
 }
 

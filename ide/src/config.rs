@@ -45,11 +45,16 @@ pub struct NextEditSettings {
     pub notify: bool,
     /// The pause after the last change of a document before the notification, in milliseconds.
     pub pause_ms: u64,
+    /// When the rules predict nothing, ask the model to rewrite the lines after the edit (along the ghost-text
+    /// route). Off by default: chosen by the evaluation (docs/eval.md).
+    pub model: bool,
+    /// How long the model may take for that, in milliseconds.
+    pub deadline_ms: u64,
 }
 
 impl Default for NextEditSettings {
     fn default() -> Self {
-        NextEditSettings { enabled: true, notify: false, pause_ms: 300 }
+        NextEditSettings { enabled: true, notify: false, pause_ms: 300, model: false, deadline_ms: 2000 }
     }
 }
 

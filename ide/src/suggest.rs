@@ -53,6 +53,7 @@ pub fn prepare(
         sampling: spark_engine::Sampling::default(),
         background: false,
         min_confidence: settings.min_confidence,
+        speculate: false,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
@@ -89,6 +90,7 @@ pub fn warm_up(
         // Nobody waits for it: a keystroke anywhere takes the model first (what was evaluated stays cached).
         background: true,
         min_confidence: 0.0,
+        speculate: false,
     }
 }
 

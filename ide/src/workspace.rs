@@ -258,7 +258,7 @@ impl Workspace {
         self.engine.shutdown();
     }
 
-    fn remote(&self) -> Option<RemoteClient> {
+    pub(crate) fn remote(&self) -> Option<RemoteClient> {
         self.remote.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 

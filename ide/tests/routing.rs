@@ -108,6 +108,7 @@ fn ghost_text(prefix: &str) -> CompletionRequest {
         sampling: Sampling::default(),
         background: false,
         min_confidence: 0.0,
+        speculate: false,
     }
 }
 

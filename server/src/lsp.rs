@@ -139,8 +139,7 @@ impl Spark {
             return Err(tower_lsp_server::jsonrpc::Error::invalid_request());
         };
         let position = params.position.map(to_lsp);
-        let key = uri.as_str().to_owned();
-        let found = spark_ide::workspace::off_the_async_workers(move || workspace.next_edits(&key, position)).await;
+        let found = workspace.next_edits_with_model(uri.as_str(), position, CancellationToken::new()).await;
         match found {
             Some(found) => Ok(next_edit::to_json(&uri, &found)),
             None => Err(tower_lsp_server::jsonrpc::Error::invalid_params(format!("{} is not open", uri.as_str()))),
@@ -160,10 +159,9 @@ impl Spark {
         let uri_owned = uri.clone();
         let handle = tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(settings.pause_ms)).await;
-            let key = uri_owned.as_str().to_owned();
-            let Some(found) =
-                spark_ide::workspace::off_the_async_workers(move || workspace.next_edits(&key, None)).await
-            else {
+            let cancel = CancellationToken::new();
+            let _cancel_on_abort = cancel.clone().drop_guard();
+            let Some(found) = workspace.next_edits_with_model(uri_owned.as_str(), None, cancel).await else {
                 return;
             };
             let has_edits = !found.edits.is_empty();

@@ -66,13 +66,15 @@ fn code_action(title: String, uri: &Uri, version: i32, edits: &[&NextEdit]) -> C
     })
 }
 
-/// "Spark next edit" actions for `range`: each predicted edit the range touches, and at the user's last edit
-/// all of them at once (or the one, when one is predicted). The edits are included: no model call is left.
+/// "Spark next edit" actions for `range`: each predicted edit the range touches (at the user's last edit, the
+/// one predicted when there is one), and all of them at once where the range touches the user's last edit or any
+/// predicted one. The edits are included: no model call is left.
 pub fn code_actions(uri: &Uri, found: &NextEdits, range: Range) -> Vec<CodeActionOrCommand> {
     let asked = (crate::actions::to_lsp(range.start), crate::actions::to_lsp(range.end));
     let mut actions = Vec::new();
     let at_last_edit = found.last_edit.is_some_and(|last| touches(last, asked));
-    if at_last_edit && found.edits.len() > 1 && found.all_together {
+    let at_predicted = found.edits.iter().any(|edit| touches((edit.start, edit.end), asked));
+    if (at_last_edit || at_predicted) && found.edits.len() > 1 && found.all_together {
         let all: Vec<&NextEdit> = found.edits.iter().collect();
         let title = format!("Spark next edit: apply all {} ({})", all.len(), found.edits[0].label);
         actions.push(code_action(title, uri, found.version, &all));
@@ -137,7 +139,10 @@ mod tests {
     #[test]
     fn actions_at_the_last_edit_and_at_each_predicted_place() {
         assert_eq!(titles(Position::new(1, 13)), ["Spark next edit: apply all 2 (`count` → `total`)"]);
-        assert_eq!(titles(Position::new(3, 8)), ["Spark next edit: `count` → `total` (line 4)"]);
+        assert_eq!(
+            titles(Position::new(3, 8)),
+            ["Spark next edit: apply all 2 (`count` → `total`)", "Spark next edit: `count` → `total` (line 4)"]
+        );
         assert!(titles(Position::new(5, 0)).is_empty());
     }
 
@@ -145,7 +150,8 @@ mod tests {
     fn the_edit_is_versioned_and_the_json_names_the_version() {
         let uri: Uri = "file:///p/a.rs".parse().unwrap();
         let actions = code_actions(&uri, &found(), Range::new(Position::new(2, 5), Position::new(2, 5)));
-        let CodeActionOrCommand::CodeAction(action) = &actions[0] else { panic!("an action") };
+        let CodeActionOrCommand::CodeAction(action) = &actions[1] else { panic!("an action") };
+        assert!(action.title.contains("(line 3)"), "{}", action.title);
         let value = serde_json::to_value(action.edit.as_ref().unwrap()).unwrap();
         assert_eq!(value["documentChanges"][0]["textDocument"]["version"], 4);
         assert_eq!(value["documentChanges"][0]["edits"][0]["newText"], "total");

@@ -70,6 +70,7 @@ impl Doc {
             sampling: Sampling::default(),
             background: false,
             min_confidence: 0.0,
+            speculate: false,
         }
     }
 
@@ -152,6 +153,7 @@ fn task_request(prompt: &str, max_tokens: usize) -> CompletionRequest {
         sampling: Sampling::default(),
         background: false,
         min_confidence: 0.0,
+        speculate: false,
     }
 }
 

@@ -4,6 +4,7 @@
 //! edit, changes something, and adds no syntax error (alone, and all of them together for "apply all").
 
 pub mod history;
+pub mod model;
 pub mod predict;
 pub(crate) mod serve;
 
@@ -40,7 +41,7 @@ pub enum Refusal {
 /// The checked predictions for the document `text` (parsed as `tree`) after the edits in `history`.
 pub fn next_edits(lang: Lang, text: &str, tree: &Tree, history: &EditHistory) -> Verified {
     let Some(edit) = history.last() else { return Verified::default() };
-    let mut edits: Vec<Predicted> = predict::predict(lang, text, tree, edit)
+    let mut edits: Vec<Predicted> = predict::predict(lang, text, tree, history.edits())
         .into_iter()
         .filter(|predicted| match check(lang, text, tree, edit, std::slice::from_ref(predicted)) {
             Ok(()) => true,

@@ -19,6 +19,8 @@ pub enum Source {
     /// The same change in the siblings of the edited item that have its shape (match arms, fields, variants,
     /// object properties).
     Sibling,
+    /// The model's rewrite of the lines after the edit.
+    Model,
 }
 
 impl Source {
@@ -27,6 +29,7 @@ impl Source {
             Source::Rename => "rename",
             Source::Call => "call",
             Source::Sibling => "sibling",
+            Source::Model => "model",
         }
     }
 }
@@ -41,9 +44,11 @@ pub struct Predicted {
     pub source: Source,
 }
 
-/// Every rule, in order; the first that finds evidence answers.
-pub fn predict(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
-    let mut predicted = rename(lang, text, tree, edit);
+/// Every rule, in order, from the user's recent edits (the last one first); the first that finds evidence
+/// answers.
+pub fn predict(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicted> {
+    let Some(edit) = history.last() else { return Vec::new() };
+    let mut predicted = rename(lang, text, tree, history);
     if predicted.is_empty() {
         predicted = call_arguments(lang, text, tree, edit);
     }
@@ -202,8 +207,24 @@ fn named_leaves<'t>(scope: Node<'t>, source: &[u8], name: &str, families: &[Fami
     found
 }
 
-fn rename(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
-    let Some((from, to, at)) = substitution(text, edit) else { return Vec::new() };
+fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicted> {
+    let Some(last) = history.last() else { return Vec::new() };
+    let Some((from, to, _)) = substitution(text, last) else { return Vec::new() };
+    // The user's edits of this rename so far (the declaration, then uses renamed by hand or accepted): the
+    // first is where the name's scope is read; none of them is predicted or counts as another use of `to`.
+    let own: Vec<(usize, usize)> = history
+        .iter()
+        .filter_map(|edit| {
+            let (f, t, at) = substitution(text, edit)?;
+            (f == from && t == to).then(|| (edit.start.min(at), edit.end().max(at + to.len())))
+        })
+        .collect();
+    let Some(at) = history
+        .iter()
+        .find_map(|edit| substitution(text, edit).filter(|(f, t, _)| *f == from && *t == to).map(|(_, _, at)| at))
+    else {
+        return Vec::new();
+    };
     let source = text.as_bytes();
     let root = tree.root_node();
     let Some(site) = root.descendant_for_byte_range(at, at + to.len()) else { return Vec::new() };
@@ -228,8 +249,7 @@ fn rename(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
             (function.unwrap_or(root), vec![site_family])
         }
     };
-    let (edit_start, edit_end) = (edit.start.min(at), edit.end().max(at + to.len()));
-    let outside = |node: &Node| node.end_byte() <= edit_start || node.start_byte() >= edit_end;
+    let outside = |node: &Node| own.iter().all(|&(start, end)| node.end_byte() <= start || node.start_byte() >= end);
     // The new name must be new here: if it is already used, the user pointed one use at another name.
     if named_leaves(scope, source, &to, &families).iter().any(outside) {
         return Vec::new();

@@ -199,3 +199,36 @@ fn a_field_made_optional_carries_to_the_fields_of_the_same_shape() {
         "interface Options {\n  name?: string;\n  label?: string;\n  count?: number;\n  handler(): void;\n}\n"
     );
 }
+
+/// `case` with one more change made by hand: bytes `start..end` replaced by `inserted`.
+fn then(mut case: Case, start: usize, end: usize, inserted: &str) -> Case {
+    let mut rope = Rope::from_str(&case.text);
+    let removed = rope.byte_slice(start..end).to_string();
+    let (from, to) = (rope.byte_to_char(start), rope.byte_to_char(end));
+    rope.remove(from..to);
+    rope.insert(from, inserted);
+    case.history.record(start, &removed, inserted, &rope);
+    case.text = rope.to_string();
+    case.tree = crate::parse::text(case.lang, &case.text).unwrap();
+    case
+}
+
+#[test]
+fn after_one_predicted_use_is_accepted_the_others_are_still_predicted_in_the_whole_scope() {
+    let case = edited(
+        Lang::Rust,
+        "struct S {\n    ‸len: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        self.len\n    }\n\n    fn put(&mut self) {\n        self.len = 1;\n    }\n}\n",
+        "len",
+        "size",
+    );
+    let first = predicted(&case).edits[0].clone();
+    assert_eq!(&case.text[first.start..first.end], "len");
+    // The user accepts the first (a use inside `get`): the one inside `put` is still predicted.
+    let case = then(case, first.start, first.end, "size");
+    let found = predicted(&case);
+    assert_eq!(found.edits.len(), 1, "{found:?}");
+    assert_eq!(
+        applied(&case, &found.edits),
+        "struct S {\n    size: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        self.size\n    }\n\n    fn put(&mut self) {\n        self.size = 1;\n    }\n}\n"
+    );
+}

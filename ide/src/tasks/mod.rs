@@ -31,7 +31,7 @@ pub use regex::{parse_regex_spec, regex_comment_at, regex_statement, RegexSpec};
 use tests::*;
 pub use tests::{files_read, function_at, ts_framework, ts_test_path, TsFramework};
 
-const TASK_LANE: u64 = u64::MAX;
+pub(crate) const TASK_LANE: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
@@ -241,6 +241,7 @@ async fn sample_until<T: AsRef<FileChange>>(
             sampling,
             background: false,
             min_confidence: 0.0,
+            speculate: false,
         };
         let generated = generator.generate_task(task, request).await?;
         let candidate = match generated.style {
@@ -280,7 +281,7 @@ pub fn first_code_block(text: &str) -> String {
 }
 
 /// The code-fence language tag of a language.
-fn fence_tag(lang: Lang) -> &'static str {
+pub(crate) fn fence_tag(lang: Lang) -> &'static str {
     match lang {
         Lang::Rust => "rust",
         Lang::TypeScript => "typescript",
@@ -316,7 +317,7 @@ pub fn strip_code_fences(text: &str) -> String {
     body.strip_suffix("```").unwrap_or(body).trim_end_matches('\n').to_owned()
 }
 
-fn language_name(lang: Lang) -> &'static str {
+pub(crate) fn language_name(lang: Lang) -> &'static str {
     match lang {
         Lang::Rust => "Rust",
         Lang::TypeScript | Lang::Tsx => "TypeScript",
