@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Spark's real-editor tests: Neovim 0.7 / 0.11 / 0.12, Helix and VS Code (code-server), each against the real
-# spark-lsp binary and the real default model.
+# spark-lsp binary and the real default model: ghost text and the Spark fix (nvim-*, helix, vscode), and next-edit
+# suggestions (*-next-edit).
 #
 # Usage: tests/editors/run.sh [--install-only] [TEST_NAME...]
 #   SPARK_LSP_BIN       server binary (default: target/release/spark-lsp of this checkout)
@@ -222,6 +223,7 @@ main() {
   export SPARK_SCREENSHOTS=$SCREENSHOTS SPARK_REPO_ROOT=$ROOT
 
   local nvim_test=(-i NONE -u "$HERE/neovim/test.lua")
+  local nvim_next_edit=(-i NONE -u "$HERE/neovim/next_edit.lua")
   run_test nvim-0.7 env SPARK_NVIM_EXPECT=0.7 /usr/bin/nvim --headless "${nvim_test[@]}"
   run_test nvim-0.11 env SPARK_NVIM_EXPECT=0.11 "$NVIM011" --headless "${nvim_test[@]}"
   run_test nvim-0.12-builtin env SPARK_NVIM_EXPECT=0.12 SPARK_NVIM_BUILTIN=1 VIMRUNTIME="$NVIM012_RUNTIME" \
@@ -231,6 +233,14 @@ main() {
   run_test helix env HX="$HX" HELIX_RUNTIME="$HX_RUNTIME" bash "$HERE/helix/test.sh"
   run_test vscode env PATH="$NODE24_DIR/bin:$PATH" SPARK_VSIX="$VSIX" SPARK_NPM_TOOLS="$CACHE/npm/node_modules" \
     node "$HERE/vscode/test.cjs"
+
+  run_test nvim-0.7-next-edit env SPARK_NVIM_EXPECT=0.7 /usr/bin/nvim --headless "${nvim_next_edit[@]}"
+  run_test nvim-0.11-next-edit env SPARK_NVIM_EXPECT=0.11 "$NVIM011" --headless "${nvim_next_edit[@]}"
+  run_test nvim-0.12-next-edit env SPARK_NVIM_EXPECT=0.12 VIMRUNTIME="$NVIM012_RUNTIME" \
+    "$NVIM012" --headless "${nvim_next_edit[@]}"
+  run_test helix-next-edit env HX="$HX" HELIX_RUNTIME="$HX_RUNTIME" bash "$HERE/helix/next_edit.sh"
+  run_test vscode-next-edit env PATH="$NODE24_DIR/bin:$PATH" SPARK_VSIX="$VSIX" \
+    SPARK_NPM_TOOLS="$CACHE/npm/node_modules" node "$HERE/vscode/next_edit.cjs"
 
   [ ${#FAILED_NAMES[@]} -eq 0 ] || log "failed: ${FAILED_NAMES[*]}"
   echo "editors: $PASSED passed, $FAILED failed"

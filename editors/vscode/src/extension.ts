@@ -2,7 +2,7 @@
 //
 // Everything model-related happens in the server. This file only finds the binary, maps settings to the server's
 // `initializationOptions` (and `workspace/didChangeConfiguration`), shows `spark/status` in the status bar and
-// forwards the Spark commands to `workspace/executeCommand`.
+// forwards the Spark commands to `workspace/executeCommand`; nextEdit.ts shows the next-edit hints.
 
 import * as fs from "fs";
 import * as os from "os";
@@ -16,6 +16,7 @@ import {
   ServerOptions,
   State,
 } from "vscode-languageclient/node";
+import { NextEditController, NextEditsMessage } from "./nextEdit";
 
 const LANGUAGES = ["rust", "typescript", "typescriptreact", "javascript"];
 
@@ -37,6 +38,8 @@ export interface SparkOptions {
     minConfidence?: number;
     route?: "local" | "remote";
   };
+  /** `notify` asks for `spark/nextEditChanged`, which this extension shows as a hint. */
+  nextEdit?: { enabled?: boolean; notify?: boolean };
   remote?: Record<string, unknown>;
   context?: Record<string, unknown>;
 }
@@ -45,13 +48,15 @@ let client: LanguageClient | undefined;
 let statusItem: vscode.StatusBarItem;
 let outputChannel: vscode.LogOutputChannel;
 let lastStatus: SparkStatus | undefined;
+let nextEdits: NextEditController;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   outputChannel = vscode.window.createOutputChannel("Spark", { log: true });
   statusItem = vscode.window.createStatusBarItem("spark.status", vscode.StatusBarAlignment.Right, 100);
   statusItem.name = "Spark";
   statusItem.command = "spark.editor.showStatus";
-  context.subscriptions.push(outputChannel, statusItem);
+  nextEdits = new NextEditController(() => client);
+  context.subscriptions.push(outputChannel, statusItem, nextEdits);
 
   context.subscriptions.push(
     vscode.commands.registerCommand("spark.editor.fix", () => executeServerCommand("spark.fix")),
@@ -92,7 +97,8 @@ export function sparkOptions(): SparkOptions {
     inline.minConfidence = minConfidence;
   }
 
-  const options: SparkOptions = { model, inline };
+  const nextEdit = { enabled: config.get<boolean>("nextEdit.enabled", true), notify: true };
+  const options: SparkOptions = { model, inline, nextEdit };
   // Passed through as the server reads them (see the README's configuration table).
   const remote = config.get<Record<string, unknown>>("remote", {});
   if (remote && Object.keys(remote).length > 0) options.remote = remote;
@@ -145,8 +151,12 @@ async function startClient(): Promise<void> {
   const newClient = new LanguageClient("spark", "Spark", serverOptions, clientOptions);
   client = newClient;
   newClient.onNotification("spark/statusChanged", (status: SparkStatus) => updateStatus(status));
+  newClient.onNotification("spark/nextEditChanged", (message: NextEditsMessage) => nextEdits.update(newClient, message));
   newClient.onDidChangeState((event) => {
-    if (event.newState === State.Stopped) setStatusText("$(circle-slash) Spark", "The Spark server is not running");
+    if (event.newState === State.Stopped) {
+      nextEdits.clear();
+      setStatusText("$(circle-slash) Spark", "The Spark server is not running");
+    }
   });
   setStatusText("$(loading~spin) Spark", "Starting spark-lsp");
   try {

@@ -7,76 +7,9 @@
 -- Environment: SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/ holding the fixture),
 -- SPARK_NVIM_EXPECT (major.minor this nvim must be), SPARK_NVIM_BUILTIN (1: vim.lsp.inline_completion, 0: extmarks).
 
-local function log(message)
-  io.stderr:write(message .. "\n")
-end
-
-local finished = false
-local function fail(message)
-  if finished then
-    return
-  end
-  finished = true
-  log("FAIL: " .. message)
-  vim.cmd("cquit 1")
-end
-
-local function pass()
-  finished = true
-  log("PASS")
-  vim.cmd("qall!")
-end
-
-local watchdog = (vim.uv or vim.loop).new_timer()
-watchdog:start(170000, 0, vim.schedule_wrap(function()
-  fail("watchdog: the test took more than 170 s")
-end))
-
-local function sleep(ms)
-  local co = coroutine.running()
-  vim.defer_fn(function()
-    local ok, err = coroutine.resume(co)
-    if not ok then
-      fail(tostring(err))
-    end
-  end, ms)
-  coroutine.yield()
-end
-
-local function wait_for(what, timeout_ms, predicate)
-  local waited = 0
-  while waited < timeout_ms do
-    local value = predicate()
-    if value then
-      return value
-    end
-    sleep(50)
-    waited = waited + 50
-  end
-  error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 0)
-end
-
-local function check(condition, message)
-  if not condition then
-    error(message, 0)
-  end
-end
-
-local function feed(keys)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "mt", false)
-end
-
--- Types like a person: one key at a time, so that the plugin debounces and cancels as it would live.
-local function type_text(text)
-  for index = 1, #text do
-    feed(text:sub(index, index))
-    sleep(25)
-  end
-end
-
-local function buffer_text()
-  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-end
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/harness.lua")
+local log, sleep, wait_for, check, feed, type_text = H.log, H.sleep, H.wait_for, H.check, H.feed, H.type_text
+local buffer_text, status_now = H.buffer_text, H.status_now
 
 -- Byte offset in buffer_text() of a 0-based (row, byte col).
 local function offset_of(row, col)
@@ -116,16 +49,6 @@ local function drawn_ghost()
     text = text .. "\n" .. table.concat(line_parts)
   end
   return { row = row, col = col, text = text }
-end
-
-local function status_now()
-  local answer = nil
-  require("spark").status(function(status, err)
-    answer = status or { error = err }
-  end)
-  return wait_for("spark/status", 5000, function()
-    return answer
-  end)
 end
 
 -- Waits for ghost text. The model may answer a request with nothing (a deadline under load, or no good
@@ -211,24 +134,16 @@ local function apply_spark_fix(scratch)
 end
 
 local function run()
-  local expect = os.getenv("SPARK_NVIM_EXPECT")
-  local version = vim.version()
-  check(string.format("%d.%d", version.major, version.minor) == expect, "this nvim is not " .. tostring(expect))
-  check(not builtin or vim.lsp.inline_completion ~= nil, "vim.lsp.inline_completion is missing")
-  log(string.format("nvim %d.%d.%d, %s ghost text", version.major, version.minor, version.patch,
-    builtin and "built-in" or "extmark"))
-
-  local root = assert(os.getenv("SPARK_REPO_ROOT"), "SPARK_REPO_ROOT")
   local scratch = assert(os.getenv("SCRATCH"), "SCRATCH")
-  vim.opt.runtimepath:prepend(root .. "/editors/neovim")
-  vim.o.swapfile = false
-  require("spark").setup({
-    cmd = { (assert(os.getenv("SPARK_LSP_BIN"), "SPARK_LSP_BIN")) },
+  local version = H.setup_spark({
     ghost_text = { builtin = builtin },
     -- The default model rates its guess after `let y = max(` at 0.17, under the default inline.minConfidence (0.25):
     -- the gate is opened, the test is about Neovim showing and accepting ghost text.
     inline = { deadlineMs = 8000, minConfidence = 0 },
   })
+  check(not builtin or vim.lsp.inline_completion ~= nil, "vim.lsp.inline_completion is missing")
+  log(string.format("nvim %d.%d.%d, %s ghost text", version.major, version.minor, version.patch,
+    builtin and "built-in" or "extmark"))
 
   vim.cmd("edit " .. vim.fn.fnameescape(scratch .. "/workspace/src/main.rs"))
   check(vim.bo.filetype == "rust", "filetype is " .. vim.bo.filetype)
@@ -325,18 +240,6 @@ local function run()
   log(string.format("last latency %d ms", final.lastLatencyMs))
 
   apply_spark_fix(scratch)
-  pass()
 end
 
-local co = coroutine.create(function()
-  local ok, err = pcall(run)
-  if not ok then
-    fail(tostring(err))
-  end
-end)
-vim.schedule(function()
-  local ok, err = coroutine.resume(co)
-  if not ok then
-    fail(tostring(err))
-  end
-end)
+H.run(run)

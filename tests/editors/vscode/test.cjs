@@ -9,137 +9,27 @@
 // SCRATCH (with workspace/), SPARK_SCREENSHOTS.
 
 "use strict";
-const { spawn, spawnSync } = require("child_process");
 const fs = require("fs");
-const net = require("net");
 const path = require("path");
+const {
+  check, goTo, log, openFile, openWorkbench, runTest, screenshot, sleep, statusBarText, userData, waitFor,
+  waitForReady, workspace,
+} = require("./harness.cjs");
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
-const tools = env("SPARK_NPM_TOOLS");
-const { chromium } = require(path.join(tools, "playwright-core"));
-const codeServer = path.join(tools, ".bin", "code-server");
-const scratch = env("SCRATCH");
-const workspace = path.join(scratch, "workspace");
 const file = path.join(workspace, "src", "main.rs");
-const screenshots = process.env.SPARK_SCREENSHOTS || scratch;
-const userData = path.join(scratch, "vscode-user");
-const extensions = path.join(scratch, "vscode-extensions");
 
-const log = (message) => console.log(`[vscode] ${message}`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-async function waitFor(what, timeoutMs, predicate) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-function writeSettings() {
-  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-  const settings = {
-    "spark.server.path": env("SPARK_LSP_BIN"),
-    // Chromium and code-server share the 2 CPUs with the model here; the default deadline can cut a first answer
-    // to nothing, and VS Code asks again only on the next keystroke.
-    "spark.inline.deadlineMs": 8000,
-    // The default model rates its guess after `let y = max(` at 0.17, under the default inline.minConfidence
-    // (0.25): shown only with the gate open. The test is about VS Code showing and accepting ghost text.
-    "spark.inline.minConfidence": 0,
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "extensions.autoCheckUpdates": false,
-    "extensions.autoUpdate": false,
-    "update.mode": "none",
-    "chat.disableAIFeatures": true,
-    "workbench.secondarySideBar.defaultVisibility": "hidden",
-    // Keeps the text before the suggestion known: no auto-closed brackets, and no word-based suggest widget.
-    "editor.autoClosingBrackets": "never",
-    "editor.wordBasedSuggestions": "off",
-    "editor.inlineSuggest.enabled": true,
-    "files.autoSave": "off",
-  };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
-}
-
-function installExtension() {
-  const result = spawnSync(
-    codeServer,
-    ["--user-data-dir", userData, "--extensions-dir", extensions, "--install-extension", env("SPARK_VSIX")],
-    { encoding: "utf8", timeout: 60000 },
-  );
-  log(`install-extension: ${(result.stdout + result.stderr).trim()}`);
-  check(result.status === 0, `code-server --install-extension failed with ${result.status}`);
-}
-
-async function startCodeServer(port) {
-  const config = path.join(scratch, "code-server.yaml");
-  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-  const child = spawn(
-    codeServer,
-    [
-      "--user-data-dir", userData,
-      "--extensions-dir", extensions,
-      "--config", config,
-      "--auth", "none",
-      "--bind-addr", `127.0.0.1:${port}`,
-      "--disable-telemetry",
-      "--disable-update-check",
-      "--disable-workspace-trust",
-      "--disable-getting-started-override",
-      workspace,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], detached: false },
-  );
-  const serverLog = fs.createWriteStream(path.join(scratch, "code-server.log"));
-  child.stdout.pipe(serverLog);
-  child.stderr.pipe(serverLog);
-  await waitFor("code-server /healthz", 30000, async () => {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
-      return response.ok;
-    } catch {
-      return false;
-    }
-  });
-  return child;
-}
-
-async function screenshot(page, name) {
-  fs.mkdirSync(screenshots, { recursive: true });
-  const target = path.join(screenshots, `vscode-${name}.png`);
-  await page.screenshot({ path: target });
-  log(`screenshot ${target}`);
-}
-
-async function statusBarText(page) {
-  const item = page.locator(".statusbar-item", { hasText: "Spark" }).first();
-  if ((await item.count()) === 0) return "";
-  return ((await item.textContent()) || "").trim();
-}
+const settings = {
+  // Chromium and code-server share the 2 CPUs with the model here; the default deadline can cut a first answer
+  // to nothing, and VS Code asks again only on the next keystroke.
+  "spark.inline.deadlineMs": 8000,
+  // The default model rates its guess after `let y = max(` at 0.17, under the default inline.minConfidence
+  // (0.25): shown only with the gate open. The test is about VS Code showing and accepting ghost text.
+  "spark.inline.minConfidence": 0,
+  // Keeps the text before the suggestion known: no auto-closed brackets, and no word-based suggest widget.
+  "editor.autoClosingBrackets": "never",
+  "editor.wordBasedSuggestions": "off",
+  "editor.inlineSuggest.enabled": true,
+};
 
 // The ghost text as drawn: the inline part (`.ghost-text-decoration`), and the lines VS Code adds below it for a
 // multi-line suggestion (`span.ghost-text`, one view line each).
@@ -159,37 +49,15 @@ async function ghostText(page) {
 }
 
 async function run(page) {
-  const port = page.port;
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-  await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
-  log("workbench loaded");
-
-  // Open src/main.rs through Quick Open.
-  await page.keyboard.press("Control+P");
-  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
-  await page.keyboard.type("main.rs");
-  await page.waitForSelector(".quick-input-list .monaco-list-row", { timeout: 10000 });
-  await page.keyboard.press("Enter");
-  await page.waitForSelector(".monaco-editor .view-lines:has-text('fn main')", { timeout: 20000 });
-  log("main.rs open");
-
+  await openWorkbench(page);
+  await openFile(page, "main.rs", "fn main");
   // The extension activates on the Rust file and starts spark-lsp; the status bar says when the model is ready.
-  const ready = await waitFor("the Spark status bar item to say ready", 60000, async () => {
-    const text = await statusBarText(page);
-    check(!/failed|not found|not running/.test(text), `status bar: ${text}`);
-    return /^Spark( \d+ ms)?$/.test(text) ? text : null;
-  });
-  log(`status bar: ${ready}`);
+  await waitForReady(page);
 
   // A new line in main(), after `println!`; saved before the last character so the text before is known.
   await page.locator(".monaco-editor .view-lines").first().click();
-  await page.keyboard.press("Control+G");
-  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
   const printlnLine = fs.readFileSync(file, "utf8").split("\n").findIndex((line) => line.includes("println!")) + 1;
-  await page.keyboard.type(String(printlnLine));
-  await sleep(200);
-  await page.keyboard.press("Enter");
-  await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
+  await goTo(page, String(printlnLine));
   await page.keyboard.press("End");
   await page.keyboard.press("Enter");
   await sleep(200);
@@ -273,20 +141,8 @@ async function applySparkFix(page) {
     `unexpected fixture line 2: ${JSON.stringify(lines[1])}`);
   const expected = [lines[0], `${lines[1]};`, ...lines.slice(2)].join("\n");
 
-  await page.keyboard.press("Control+P");
-  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
-  await page.keyboard.type("total.rs");
-  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('total.rs')", { timeout: 10000 });
-  await page.keyboard.press("Enter");
-  await page.waitForSelector(".monaco-editor .view-lines:has-text('prices.iter()')", { timeout: 20000 });
-  log("total.rs open");
-
-  await page.keyboard.press("Control+G");
-  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
-  await page.keyboard.type("2");
-  await sleep(200);
-  await page.keyboard.press("Enter");
-  await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
+  await openFile(page, "total.rs", "prices.iter()");
+  await goTo(page, "2");
   await page.keyboard.press("End");
 
   // The server may still be parsing the file it was just sent: ask again until the list holds the fix.
@@ -325,63 +181,4 @@ async function applySparkFix(page) {
   await screenshot(page, "spark-fix");
 }
 
-// The extension's output channel: spark-lsp's stderr and the language client's messages.
-function printServerLog() {
-  const logs = path.join(userData, "logs");
-  const found = [];
-  const walk = (dir) => {
-    for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name === "Spark.log") found.push(full);
-    }
-  };
-  walk(logs);
-  for (const file of found) {
-    const lines = fs.readFileSync(file, "utf8").trimEnd().split("\n");
-    log(`${file} (last 40 lines):`);
-    for (const line of lines.slice(-40)) console.log(`    ${line}`);
-  }
-}
-
-async function main() {
-  writeSettings();
-  installExtension();
-  const port = await freePort();
-  const server = await startCodeServer(port);
-  let browser;
-  let page;
-  let failed = false;
-  try {
-    browser = await chromium.launch({
-      executablePath: process.env.SPARK_CHROMIUM || "/usr/bin/chromium",
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.port = port;
-    await run(page);
-    log("PASS");
-  } catch (error) {
-    failed = true;
-    console.error(`FAIL: ${error && error.stack ? error.stack : error}`);
-    if (page) await screenshot(page, "failure").catch(() => {});
-  } finally {
-    printServerLog();
-    if (browser) await browser.close().catch(() => {});
-    server.kill("SIGTERM");
-  }
-  process.exit(failed ? 1 : 0);
-}
-
-main().catch((error) => {
-  console.error(`FAIL: ${error && error.stack ? error.stack : error}`);
-  process.exit(1);
-});
+runTest(settings, run);

@@ -3,7 +3,7 @@
 -- Works from Neovim 0.7 up. On 0.12+ the built-in `vim.lsp.inline_completion` draws the ghost text by default;
 -- older versions (or `ghost_text.builtin = false`) use the renderer in this file: a debounced request as you type,
 -- the previous request cancelled, the answer drawn with extmarks, accepted with a key, dismissed on Esc or when
--- the cursor moves away.
+-- the cursor moves away. Next-edit suggestions (`spark/nextEditChanged`) are drawn by next_edit.lua.
 
 local M = {}
 
@@ -21,6 +21,8 @@ local defaults = {
   -- model = { path = "...", threads = 4 }, inline = { enabled = true, deadlineMs = 800, maxTokens = 64, route = "local" }
   model = {},
   inline = {},
+  -- nextEdit = { enabled = true }; `notify = true` is always sent, so that the server pushes the hints.
+  nextEdit = {},
   ghost_text = {
     enabled = true,
     -- Milliseconds of typing pause before a request (own renderer only; the built-in one waits 200 ms).
@@ -34,6 +36,8 @@ local defaults = {
     accept = "<Tab>",
     -- Hides the ghost text. false: no mapping (Esc and moving the cursor still hide it).
     dismiss = "<C-]>",
+    -- Normal mode: goes to the next predicted edit, and applies it when the cursor is on it. false: no mapping.
+    next_edit = false,
   },
   -- Called as on_attach(client, bufnr) after Spark's own setup of the buffer.
   on_attach = nil,
@@ -389,7 +393,11 @@ function M.status(on_result, buf)
 end
 
 local function options()
-  return { model = M.config.model, inline = M.config.inline }
+  return {
+    model = M.config.model,
+    inline = M.config.inline,
+    nextEdit = vim.tbl_extend("force", { notify = true }, M.config.nextEdit or {}),
+  }
 end
 
 local function notify_configuration()
@@ -431,6 +439,29 @@ function M.execute(command)
     end
   end, buf)
 end
+
+--- Next-edit suggestions: goes to the first predicted edit; when the cursor is on it, applies it.
+function M.next_edit()
+  require("spark.next_edit").jump_or_apply()
+end
+
+--- Applies every predicted edit.
+function M.next_edit_all()
+  require("spark.next_edit").apply_all()
+end
+
+--- Hides the next-edit hints until the server predicts something else.
+function M.next_edit_dismiss()
+  require("spark.next_edit").dismiss()
+end
+
+-- For next_edit.lua.
+M._compat = {
+  client_call = client_call,
+  get_line = get_line,
+  to_byte_col = to_byte_col,
+  to_lsp_character = to_lsp_character,
+}
 
 -------------------------------------------------------------------------------------------------------------------
 -- Starting the server and attaching buffers.
@@ -502,6 +533,14 @@ local function on_attach(client, buf)
       desc = "Spark: dismiss ghost text",
     })
   end
+  require("spark.next_edit").attach(buf)
+  if M.config.keymaps.next_edit then
+    vim.api.nvim_buf_set_keymap(buf, "n", M.config.keymaps.next_edit, "<Cmd>lua require('spark').next_edit()<CR>", {
+      noremap = true,
+      silent = true,
+      desc = "Spark: go to / apply the next edit",
+    })
+  end
   if M.config.on_attach then
     M.config.on_attach(client, buf)
   end
@@ -528,6 +567,9 @@ local function client_config(buf)
       ["spark/statusChanged"] = function(_, result)
         M.last_status = result
         vim.api.nvim_exec_autocmds("User", { pattern = "SparkStatusChanged", modeline = false })
+      end,
+      ["spark/nextEditChanged"] = function(...)
+        require("spark.next_edit").on_changed(...)
       end,
     },
     on_attach = on_attach,
@@ -569,6 +611,9 @@ local function create_commands()
       M.execute("spark.generateRegex")
     end,
     SparkToggleSuperFast = M.toggle_super_fast,
+    SparkNextEdit = M.next_edit,
+    SparkNextEditAll = M.next_edit_all,
+    SparkNextEditDismiss = M.next_edit_dismiss,
     SparkStatus = function()
       M.status(function(status, err)
         if not status then
@@ -595,6 +640,8 @@ function M.setup(opts)
     M.config.filetypes = opts.filetypes -- lists are replaced, not merged
   end
   vim.cmd("highlight default link SparkGhostText Comment")
+  vim.cmd("highlight default link SparkNextEdit DiffText")
+  vim.cmd("highlight default link SparkNextEditHint Comment")
   create_commands()
   augroup = vim.api.nvim_create_augroup("spark", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
