@@ -134,7 +134,8 @@ impl Workspace {
             suffix: String::new(),
             mode: StopMode::Free,
             indent: String::new(),
-            max_tokens: window.len() / 2 + 32,
+            // A faithful copy of the window takes at most one token per byte.
+            max_tokens: window.len() + 16,
             max_lines: usize::MAX,
             deadline: Instant::now() + Duration::from_millis(settings.next_edit.deadline_ms),
             cancel,
