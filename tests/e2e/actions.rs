@@ -39,37 +39,12 @@ fn start(resolve: bool) -> LspClient {
     client
 }
 
-/// Applies LSP text edits (UTF-16 positions, here all ASCII) to `text`.
-fn apply(text: &str, edits: &[Value]) -> String {
-    let offset = |position: &Value| {
-        let line = position["line"].as_u64().unwrap() as usize;
-        let character = position["character"].as_u64().unwrap() as usize;
-        text.split_inclusive('\n').take(line).map(str::len).sum::<usize>() + character
-    };
-    let mut edits: Vec<(usize, usize, String)> = edits
-        .iter()
-        .map(|edit| {
-            (
-                offset(&edit["range"]["start"]),
-                offset(&edit["range"]["end"]),
-                edit["newText"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
-    let mut out = text.to_owned();
-    for (start, end, new_text) in edits {
-        out.replace_range(start..end, &new_text);
-    }
-    out
-}
-
 /// The guarantee: an offered edit targets the version it was computed for and leaves a file that parses.
 fn assert_verified_edit(edit: &Value) -> String {
     let changes = edit["documentChanges"].as_array().expect("versioned document changes");
     let change = changes.iter().find(|change| change["textDocument"]["uri"] == URI).expect("an edit of the document");
     assert_eq!(change["textDocument"]["version"], 7, "the edit names the version it was computed for");
-    let fixed = apply(BROKEN, change["edits"].as_array().unwrap());
+    let fixed = spark_tests::apply_edits(BROKEN, change["edits"].as_array().unwrap());
     let mut parser = tree_sitter_parser();
     let tree = parser.parse(&fixed, None).unwrap();
     assert!(!tree.root_node().has_error(), "the fixed file parses cleanly:\n{fixed}");

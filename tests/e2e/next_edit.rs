@@ -44,38 +44,6 @@ fn type_over(client: &mut LspClient, uri: &str, at: (u32, u32), end: (u32, u32),
     version
 }
 
-/// Applies LSP text edits (UTF-16 positions) to `text`.
-fn apply(text: &str, edits: &[Value]) -> String {
-    let offset = |position: &Value| {
-        let line = position["line"].as_u64().unwrap() as usize;
-        let units = position["character"].as_u64().unwrap() as usize;
-        let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-        let mut seen = 0;
-        let line_text = &text[line_start..];
-        let byte = line_text
-            .char_indices()
-            .find(|(_, c)| {
-                let here = seen;
-                seen += c.len_utf16();
-                here >= units
-            })
-            .map_or(line_text.len(), |(byte, _)| byte);
-        line_start + byte
-    };
-    let mut edits: Vec<(usize, usize, String)> = edits
-        .iter()
-        .map(|edit| {
-            (offset(&edit["range"]["start"]), offset(&edit["range"]["end"]), edit["newText"].as_str().unwrap().into())
-        })
-        .collect();
-    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
-    let mut out = text.to_owned();
-    for (start, end, new_text) in edits {
-        out.replace_range(start..end, &new_text);
-    }
-    out
-}
-
 fn next_edit(client: &mut LspClient, uri: &str, at: Option<Value>) -> Value {
     let mut params = json!({"textDocument": {"uri": uri}});
     if let Some(at) = at {
@@ -100,7 +68,7 @@ fn a_typed_rename_predicts_the_other_uses_in_every_form_the_editors_use() {
     let edits = notified["params"]["edits"].as_array().unwrap().clone();
     assert_eq!(edits.len(), 3, "{notified}");
     assert!(edits.iter().all(|edit| edit["source"] == "rename" && edit["label"] == "`count` → `total`"));
-    let renamed = apply(&typed, &edits);
+    let renamed = spark_tests::apply_edits(&typed, &edits);
     assert_eq!(
         renamed,
         RUST.replace("count", "total")
@@ -131,7 +99,7 @@ fn a_typed_rename_predicts_the_other_uses_in_every_form_the_editors_use() {
         .clone();
     let change = &all["edit"]["documentChanges"][0];
     assert_eq!(change["textDocument"]["version"], version);
-    assert_eq!(apply(&typed, change["edits"].as_array().unwrap()), renamed);
+    assert_eq!(spark_tests::apply_edits(&typed, change["edits"].as_array().unwrap()), renamed);
 
     // The cursor on a predicted use: the inline item replaces it.
     let inline = client
@@ -168,7 +136,7 @@ fn an_argument_added_at_one_typescript_call_predicts_the_others_in_utf16() {
     let edits = found["edits"].as_array().unwrap();
     assert!(edits.iter().all(|edit| edit["source"] == "call"), "{found}");
     assert_eq!(
-        apply(&typed, edits),
+        spark_tests::apply_edits(&typed, edits),
         "const label = \"été\"; log(label, ctx);\nlog(\"ça\", ctx); log(a, b);\nlog(\"x\", ctx);\n"
     );
     // Without the notification setting nothing is pushed.

@@ -39,39 +39,6 @@ fn open(client: &mut LspClient, uri: &str, language_id: &str, version: i64, text
         .unwrap();
 }
 
-/// Applies LSP text edits whose positions count UTF-16 code units, as an editor does.
-fn apply_utf16(text: &str, edits: &[Value]) -> String {
-    let offset = |position: &Value| {
-        let line = position["line"].as_u64().unwrap() as usize;
-        let character = position["character"].as_u64().unwrap() as usize;
-        let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-        let mut units = 0;
-        for (idx, ch) in text[line_start..].char_indices() {
-            if units >= character || ch == '\n' {
-                return line_start + idx;
-            }
-            units += ch.len_utf16();
-        }
-        text.len()
-    };
-    let mut edits: Vec<(usize, usize, String)> = edits
-        .iter()
-        .map(|edit| {
-            (
-                offset(&edit["range"]["start"]),
-                offset(&edit["range"]["end"]),
-                edit["newText"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
-    let mut out = text.to_owned();
-    for (start, end, new_text) in edits {
-        out.replace_range(start..end, &new_text);
-    }
-    out
-}
-
 /// The statement to fix has non-ASCII text before the error (a 2-byte, a 4-byte and a 3-byte character): the
 /// edit's range counts UTF-16 code units, and applied as the editor applies it, it gives exactly the fix.
 #[test]
@@ -98,7 +65,7 @@ fn a_fix_after_non_ascii_text_has_utf16_positions() {
     let changes = resolved["result"]["edit"]["documentChanges"].as_array().cloned().unwrap_or_default();
     let [change] = changes.as_slice() else { panic!("one document change: {resolved}") };
     assert_eq!(change["textDocument"]["version"], 3);
-    let fixed = apply_utf16(broken, change["edits"].as_array().unwrap());
+    let fixed = spark_tests::apply_edits(broken, change["edits"].as_array().unwrap());
     assert_eq!(fixed, broken.replace("ok\")\n", "ok\");\n"), "{change}");
     client.shutdown(SHORT).unwrap();
 }
@@ -139,7 +106,7 @@ fn typescript_tests_create_the_test_file_or_edit_the_open_one_at_its_version() {
     assert_eq!(created[0]["kind"], "create");
     assert_eq!(created[0]["uri"], test_uri.as_str());
     assert_eq!(created[1]["textDocument"]["uri"], test_uri.as_str());
-    let new_file = apply_utf16("", created[1]["edits"].as_array().unwrap());
+    let new_file = spark_tests::apply_edits("", created[1]["edits"].as_array().unwrap());
     assert!(new_file.contains("import { add } from \"./math\";"), "{new_file}");
     assert!(new_file.contains("test(\"add works\", () => {\n  assert.equal(add(2, 3), 5);\n});"), "{new_file}");
     let parsed = spark_grammars::Lang::TypeScript.parser().parse(&new_file, None).unwrap();
@@ -152,7 +119,7 @@ fn typescript_tests_create_the_test_file_or_edit_the_open_one_at_its_version() {
     let [edit] = edited.as_slice() else { panic!("one edit, no create: {edited:?}") };
     assert_eq!(edit["textDocument"]["uri"], test_uri.as_str());
     assert_eq!(edit["textDocument"]["version"], 12, "the open buffer's version");
-    let after = apply_utf16(unsaved, edit["edits"].as_array().unwrap());
+    let after = spark_tests::apply_edits(unsaved, edit["edits"].as_array().unwrap());
     assert!(after.starts_with(unsaved), "appended to the buffer's text: {after}");
     assert!(after.contains("assert.equal(add(2, 3), 5);"), "{after}");
     assert!(remote.completions.load(Ordering::SeqCst) >= 2);

@@ -268,6 +268,37 @@ fn read_message(reader: &mut impl BufRead) -> Result<Option<Value>> {
 }
 
 /// Position (UTF-16) of the end of `text`, as LSP counts it.
+/// Applies LSP text edits (positions in UTF-16 code units, as the test clients negotiate) to `text`, the last
+/// first so that earlier offsets stay valid.
+pub fn apply_edits(text: &str, edits: &[Value]) -> String {
+    let offset = |position: &Value| {
+        let line = position["line"].as_u64().unwrap_or(0) as usize;
+        let character = position["character"].as_u64().unwrap_or(0) as usize;
+        let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+        let mut units = 0;
+        for (idx, ch) in text[line_start..].char_indices() {
+            if units >= character || ch == '\n' {
+                return line_start + idx;
+            }
+            units += ch.len_utf16();
+        }
+        text.len()
+    };
+    let mut edits: Vec<(usize, usize, String)> = edits
+        .iter()
+        .map(|edit| {
+            let new_text = edit["newText"].as_str().unwrap_or_default().to_owned();
+            (offset(&edit["range"]["start"]), offset(&edit["range"]["end"]), new_text)
+        })
+        .collect();
+    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
+    let mut out = text.to_owned();
+    for (start, end, new_text) in edits {
+        out.replace_range(start..end, &new_text);
+    }
+    out
+}
+
 pub fn end_position(text: &str) -> Value {
     let line = text.matches('\n').count();
     let last = text.rsplit('\n').next().unwrap_or("");

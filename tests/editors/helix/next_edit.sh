@@ -14,21 +14,7 @@ WS=$SCRATCH/workspace
 FILE=$WS/src/next_edit.rs
 SCREENSHOTS=${SPARK_SCREENSHOTS:-$SCRATCH}
 
-tmux_() { tmux -L "$SOCKET" "$@"; }
-cleanup() { tmux_ kill-server 2>/dev/null || true; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; tmux_ capture-pane -p >&2 2>/dev/null || true; exit 1; }
-screen() { tmux_ capture-pane -p; }
-
-# wait_screen SECONDS PATTERN: waits until the screen matches the extended regex PATTERN.
-wait_screen() {
-  local deadline=$((SECONDS + $1))
-  until screen | grep -Eq -- "$2"; do
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for /$2/ on the screen"
-    sleep 0.1
-  done
-}
+source "$(dirname "$0")/harness.sh"
 
 # The shipped languages.toml as it is; `spark-lsp` resolves through PATH to the binary under test, rust-analyzer is
 # left off PATH so that the code actions are Spark's only. No completion menu pops up while the new name is typed.
@@ -42,13 +28,10 @@ auto-pairs = false
 TOML
 export PATH=$SCRATCH/bin:/usr/local/bin:/usr/bin:/bin
 
-before=$(cat "$FILE"; echo x)
-before=${before%x}
+read_exact before "$FILE"
 grep -q '^    let mut count = 0;$' "$FILE" || fail "unexpected fixture: no '    let mut count = 0;'"
 
-tmux_ new-session -d -x 120 -y 32 -c "$WS" \
-  env PATH="$PATH" HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" HELIX_RUNTIME="$HELIX_RUNTIME" COLORTERM=truecolor \
-  SPARK_MODEL="${SPARK_MODEL:-}" "$HX" src/next_edit.rs
+start_helix src/next_edit.rs
 wait_screen 10 'let mut count = 0;'
 
 # The rename at the declaration: the search selects the first `count` (line 3), `c` replaces it.
@@ -71,27 +54,7 @@ for round in 1 2 3; do
   [ "$left" -eq $((4 - round)) ] || fail "round $round: $left uses of count on the screen, expected $((4 - round))"
   tmux_ send-keys n
   sleep 0.3
-  actions=""
-  for attempt in 1 2 3 4 5; do
-    tmux_ send-keys Space a
-    deadline=$((SECONDS + 10))
-    until actions=$(screen | grep -E 'Spark' || true); echo "$actions" | grep -v 'apply all' | grep -q "$entry"; do
-      [ $SECONDS -lt $deadline ] || break
-      sleep 0.1
-    done
-    echo "$actions" | grep -v 'apply all' | grep -q "$entry" && break
-    echo "round $round: no '$entry' in the code-action menu (attempt $attempt): $actions; asking again"
-    tmux_ send-keys Escape
-    sleep 1
-  done
-  echo "$actions" | grep -v 'apply all' | grep -q "$entry" || fail "round $round: no '$entry' in the code-action menu"
-  echo "round $round, code-action menu rows:"
-  echo "$actions"
-  [ "$round" -eq 1 ] && tmux_ capture-pane -e -p >"$SCRATCH/next-edit-actions.ansi"
-  # The first entry is selected when the menu opens; move down to this use's next edit.
-  index=$(echo "$actions" | grep -n "$entry" | grep -v 'apply all' | head -n1 | cut -d: -f1)
-  for _ in $(seq 2 "$index"); do tmux_ send-keys Down; sleep 0.1; done
-  tmux_ send-keys Enter
+  pick_code_action "$entry" 'apply all' "$([ "$round" -eq 1 ] && echo "$SCRATCH/next-edit-actions.ansi")"
   deadline=$((SECONDS + 10))
   until [ "$(screen_count)" -eq $((3 - round)) ]; do
     [ $SECONDS -lt $deadline ] || fail "round $round: the next edit did not rename one use"
@@ -99,16 +62,9 @@ for round in 1 2 3; do
   done
 done
 sleep 0.3
-tmux_ send-keys -l ':w'
-tmux_ send-keys Enter
-deadline=$((SECONDS + 10))
-until grep -q '^    total$' "$FILE"; do
-  [ $SECONDS -lt $deadline ] || fail "the next edits were not saved"
-  sleep 0.1
-done
+save_until "$FILE" '^    total$' "the next edits"
 sleep 0.3
-after=$(cat "$FILE"; echo x)
-after=${after%x}
+read_exact after "$FILE"
 
 python3 - "$before" "$after" <<'PY'
 import sys
@@ -119,10 +75,5 @@ assert after == expected, f"after the next edits the file is\n{after}\nexpected\
 print("renamed:\n" + after)
 PY
 
-if command -v aha >/dev/null && command -v chromium >/dev/null; then
-  mkdir -p "$SCREENSHOTS"
-  aha --black --title "Spark next edit in Helix" <"$SCRATCH/next-edit-actions.ansi" >"$SCRATCH/next-edit-actions.html"
-  timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
-    --screenshot="$SCREENSHOTS/helix-next-edit.png" "file://$SCRATCH/next-edit-actions.html" >/dev/null 2>&1 || true
-fi
+screenshot "$SCRATCH/next-edit-actions.ansi" "Spark next edit in Helix" helix-next-edit.png
 echo PASS

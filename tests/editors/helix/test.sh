@@ -14,21 +14,7 @@ WS=$SCRATCH/workspace
 FILE=$WS/src/main.rs
 SCREENSHOTS=${SPARK_SCREENSHOTS:-$SCRATCH}
 
-tmux_() { tmux -L "$SOCKET" "$@"; }
-cleanup() { tmux_ kill-server 2>/dev/null || true; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; tmux_ capture-pane -p >&2 2>/dev/null || true; exit 1; }
-screen() { tmux_ capture-pane -p; }
-
-# wait_screen SECONDS PATTERN: waits until the screen matches the extended regex PATTERN.
-wait_screen() {
-  local deadline=$((SECONDS + $1))
-  until screen | grep -Eq -- "$2"; do
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for /$2/ on the screen"
-    sleep 0.1
-  done
-}
+source "$(dirname "$0")/harness.sh"
 
 # The shipped languages.toml, with one line added to its `inline` table: the default model rates its guess after
 # `let y = max(` at 0.17, under the default inline.minConfidence (0.25), so the gate is opened; the test is about
@@ -50,9 +36,7 @@ export PATH=$SCRATCH/bin:/usr/local/bin:/usr/bin:/bin
 health=$("$HX" --health rust 2>&1 | sed "s/\x1b\[[0-9;]*m//g")
 echo "$health" | grep -q "spark: $SCRATCH/bin/spark-lsp" || fail "hx --health rust does not list spark: $health"
 
-tmux_ new-session -d -x 120 -y 32 -c "$WS" \
-  env PATH="$PATH" HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" HELIX_RUNTIME="$HELIX_RUNTIME" COLORTERM=truecolor \
-  SPARK_MODEL="${SPARK_MODEL:-}" "$HX" src/main.rs
+start_helix src/main.rs
 wait_screen 10 'fn add\(a: i32'
 
 # A new line after `println!`, saved, so that the text before the completion is known exactly.
@@ -63,15 +47,8 @@ tmux_ send-keys -l 'let y = max('
 # A pause after Escape: an Escape followed at once by `:` reads as Alt-: in a terminal.
 tmux_ send-keys Escape
 sleep 0.3
-tmux_ send-keys -l ':w'
-tmux_ send-keys Enter
-deadline=$((SECONDS + 10))
-until grep -q 'let y = max($' "$FILE"; do
-  [ $SECONDS -lt $deadline ] || fail "the typed line was not saved"
-  sleep 0.1
-done
-before=$(cat "$FILE"; echo x)
-before=${before%x}
+save_until "$FILE" 'let y = max($' "the typed line"
+read_exact before "$FILE"
 tmux_ send-keys A
 sleep 0.3
 baseline=$(screen)
@@ -108,8 +85,7 @@ while [ "$(cat "$FILE"; echo x)" = "${before}x" ]; do
   sleep 0.1
 done
 sleep 0.3
-after=$(cat "$FILE"; echo x)
-after=${after%x}
+read_exact after "$FILE"
 
 python3 - "$before" "$after" "$menu" <<'PY'
 import sys
@@ -131,46 +107,18 @@ PY
 # Spark fix through the code-action menu: a file with a missing `;`, the cursor on that line, `Space a`, the
 # Spark fix entry picked, Enter, `:w`; the file must change by exactly the `;`.
 FIX_FILE=$WS/src/total.rs
-fix_before=$(cat "$FIX_FILE"; echo x)
-fix_before=${fix_before%x}
+read_exact fix_before "$FIX_FILE"
 tmux_ send-keys -l ':o src/total.rs'
 tmux_ send-keys Enter
 wait_screen 10 'let sum: u32 = prices\.iter\(\)\.sum\(\)'
 tmux_ send-keys -l ':2'
 tmux_ send-keys Enter
 sleep 0.3
-actions=""
-for attempt in 1 2 3 4 5; do
-  tmux_ send-keys Space a
-  deadline=$((SECONDS + 10))
-  until actions=$(screen | grep -E 'Spark fix|Spark: ' || true); echo "$actions" | grep -q 'Spark fix'; do
-    [ $SECONDS -lt $deadline ] || break
-    sleep 0.1
-  done
-  echo "$actions" | grep -q 'Spark fix' && break
-  echo "no Spark fix in the code-action menu (attempt $attempt); asking again"
-  tmux_ send-keys Escape
-  sleep 1
-done
-echo "$actions" | grep -q 'Spark fix' || fail "no Spark fix in the code-action menu"
-echo "code-action menu rows:"
-echo "$actions"
-tmux_ capture-pane -e -p >"$SCRATCH/actions.ansi"
-# The first entry is selected when the menu opens; move down to the Spark fix.
-index=$(echo "$actions" | grep -n 'Spark fix' | head -n1 | cut -d: -f1)
-for _ in $(seq 2 "$index"); do tmux_ send-keys Down; sleep 0.1; done
-tmux_ send-keys Enter
+pick_code_action 'Spark fix' '^$' "$SCRATCH/actions.ansi"
 wait_screen 15 'prices\.iter\(\)\.sum\(\);'
-tmux_ send-keys -l ':w'
-tmux_ send-keys Enter
-deadline=$((SECONDS + 10))
-until grep -q 'prices\.iter()\.sum();' "$FIX_FILE"; do
-  [ $SECONDS -lt $deadline ] || fail "the Spark fix was not saved"
-  sleep 0.1
-done
+save_until "$FIX_FILE" 'prices\.iter()\.sum();' "the Spark fix"
 sleep 0.3
-fix_after=$(cat "$FIX_FILE"; echo x)
-fix_after=${fix_after%x}
+read_exact fix_after "$FIX_FILE"
 python3 - "$fix_before" "$fix_after" <<'PY'
 import sys
 before, after = sys.argv[1], sys.argv[2]
@@ -182,13 +130,6 @@ assert after == expected, f"after the Spark fix the file is\n{after}\nexpected\n
 print(f"Spark fix applied: {after.split(chr(10))[1]!r}")
 PY
 
-if command -v aha >/dev/null && command -v chromium >/dev/null; then
-  mkdir -p "$SCREENSHOTS"
-  aha --black --title "Spark in Helix" <"$SCRATCH/menu.ansi" >"$SCRATCH/menu.html"
-  timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
-    --screenshot="$SCREENSHOTS/helix-completion-menu.png" "file://$SCRATCH/menu.html" >/dev/null 2>&1 || true
-  aha --black --title "Spark fix in Helix" <"$SCRATCH/actions.ansi" >"$SCRATCH/actions.html"
-  timeout 30 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,700 \
-    --screenshot="$SCREENSHOTS/helix-code-actions.png" "file://$SCRATCH/actions.html" >/dev/null 2>&1 || true
-fi
+screenshot "$SCRATCH/menu.ansi" "Spark in Helix" helix-completion-menu.png
+screenshot "$SCRATCH/actions.ansi" "Spark fix in Helix" helix-code-actions.png
 echo PASS
