@@ -142,7 +142,9 @@ impl Workspace {
             raw_prompt: true,
             stop_strings: Vec::new(),
             sampling: Sampling::default(),
-            background: false,
+            // Background work: it runs only while no keystroke waits, and a keystroke cancels it (ghost text
+            // must never wait behind a rewrite of several lines).
+            background: true,
             min_confidence: 0.0,
             speculate: true,
         };
@@ -165,8 +167,9 @@ impl Workspace {
             .filter(|predicted| super::check(lang, &text, &tree, &edit, std::slice::from_ref(predicted)).is_ok())
             .collect();
         let all_together = edits.len() > 1 && super::check(lang, &text, &tree, &edit, &edits).is_ok();
-        // Stored only if the document is still at the revision the model read.
-        if self.document(uri).is_some_and(|now| now.revision == document.revision) {
+        // Stored only when the model finished (a keystroke cancels background work: asked again after the next
+        // pause) and the document is still at the revision the model read.
+        if finished && self.document(uri).is_some_and(|now| now.revision == document.revision) {
             let verified = Arc::new(Verified { edits, all_together });
             *self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
                 Some((uri.to_owned(), document.revision, verified, true));
