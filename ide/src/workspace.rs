@@ -195,6 +195,11 @@ impl Workspace {
         self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).is_excluded(uri)
     }
 
+    /// Where an open document lives on disk, when it does.
+    pub fn path_of(&self, uri: &str) -> Option<PathBuf> {
+        self.paths.get(uri).map(|path| path.clone())
+    }
+
     /// A snapshot of an open document (cheap: the rope and the tree are shared until changed).
     pub fn document(&self, uri: &str) -> Option<Document> {
         self.documents.get(uri).map(|document| document.clone())
@@ -604,7 +609,7 @@ impl Workspace {
                 text: document.text(),
                 lang,
                 tree,
-                path: self.paths.get(&task.uri).map(|path| path.clone()),
+                path: self.path_of(&task.uri),
                 version: document.version,
                 revision: document.revision,
                 open_files: Vec::new(),

@@ -105,6 +105,62 @@ fn cargo_check_passes_code_that_type_checks_and_refuses_a_type_error() {
     assert_eq!(tree(&dir), before, "a check wrote into the user's tree");
 }
 
+/// A workspace over the scripted engine (its every answer is `output`) with the execution check on, and `lib.rs`
+/// of a temporary crate open in it.
+fn next_edit_workspace(name: &str, lib: &str, output: &str, compile: bool) -> (spark_ide::Workspace, String) {
+    use spark_ide::config::Settings;
+    let dir = temp_crate(name, lib);
+    let engine = std::sync::Arc::new(spark_engine::Engine::start_scripted(vec![output.to_owned()]));
+    let mut settings = Settings::default();
+    settings.verify.compile = compile;
+    settings.next_edit.model = true;
+    let workspace = spark_ide::Workspace::new(engine, settings, spark_ide::position::PositionEncoding::Utf16, |_| {});
+    let file = dir.join("src/lib.rs");
+    let uri = format!("file://{}", file.display());
+    workspace.open(&uri, Some(file), "rust", lib, 1);
+    (workspace, uri)
+}
+
+/// The user's edit: `old` on `line` (0-based, ASCII) replaced by `new`.
+fn user_edit(workspace: &spark_ide::Workspace, uri: &str, lib: &str, line: u32, old: &str, new: &str) {
+    use spark_ide::position::LspPosition;
+    let text = lib.lines().nth(line as usize).unwrap();
+    let column = text.find(old).unwrap() as u32;
+    let range = (LspPosition { line, character: column }, LspPosition { line, character: column + old.len() as u32 });
+    let change = spark_ide::document::Change { range: Some(range), text: new.to_owned() };
+    assert!(workspace.edit(uri, &[change], 2));
+}
+
+#[test]
+fn next_edits_are_shown_once_they_type_check_and_a_type_error_is_not() {
+    cache_home();
+    let runtime = runtime();
+    // A workspace spawns its background work on the runtime it is made in.
+    let _entered = runtime.enter();
+    // The rule's rename of a field: shown only after `cargo check` of all of it passed.
+    let lib = "pub struct S {\n    pub len: usize,\n}\n\npub fn twice(s: &S) -> usize {\n    s.len * 2\n}\n";
+    let (workspace, uri) = next_edit_workspace("next_edit_rename", lib, "", true);
+    user_edit(&workspace, &uri, lib, 1, "len", "size");
+    assert!(workspace.next_edits(&uri, None).unwrap().edits.is_empty(), "shown before the check");
+    let checked = runtime.block_on(workspace.next_edits_with_model(&uri, None, CancellationToken::new())).unwrap();
+    assert_eq!(checked.edits.len(), 1, "{checked:?}");
+    assert_eq!(checked.edits[0].new_text, "size");
+    assert_eq!(workspace.next_edits(&uri, None).unwrap().edits, checked.edits);
+
+    // The model's line carries the user's `2` on but does not type-check (`u32 + &str`): not shown.
+    let lib = "pub fn next(x: u32) -> u32 {\n    let y = x + 1;\n    y\n}\n";
+    let rewrite = "    let y = x + 2;\n    y + \"2\"\n}";
+    let (workspace, uri) = next_edit_workspace("next_edit_model", lib, rewrite, true);
+    user_edit(&workspace, &uri, lib, 1, "1", "2");
+    let refused = runtime.block_on(workspace.next_edits_with_model(&uri, None, CancellationToken::new())).unwrap();
+    assert!(refused.edits.is_empty(), "{refused:?}");
+    // The same without the execution check: the parse alone lets it through.
+    let (workspace, uri) = next_edit_workspace("next_edit_model_unchecked", lib, rewrite, false);
+    user_edit(&workspace, &uri, lib, 1, "1", "2");
+    let unchecked = runtime.block_on(workspace.next_edits_with_model(&uri, None, CancellationToken::new())).unwrap();
+    assert_eq!(unchecked.edits.len(), 1, "{unchecked:?}");
+}
+
 #[test]
 fn a_fix_is_judged_against_the_errors_the_file_already_had() {
     cache_home();

@@ -183,6 +183,18 @@ const MEMBER_DECLARATIONS: [&str; 5] = [
     "abstract_method_signature",
 ];
 
+const FIELD_DECLARATIONS: [&str; 3] = ["field_declaration", "public_field_definition", "property_signature"];
+
+/// Whether a member name is the method called (`x.len()`), not a field read.
+fn is_method_name(node: Node) -> bool {
+    let Some(access) = node.parent().filter(|p| matches!(p.kind(), "field_expression" | "member_expression")) else {
+        return false;
+    };
+    access
+        .parent()
+        .is_some_and(|call| call.kind() == "call_expression" && call.child_by_field_name("function") == Some(access))
+}
+
 /// The leaves named `name` of the given families inside `scope`, in document order.
 fn named_leaves<'t>(scope: Node<'t>, source: &[u8], name: &str, families: &[Family]) -> Vec<Node<'t>> {
     let mut found = Vec::new();
@@ -249,7 +261,12 @@ fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicte
             (function.unwrap_or(root), vec![site_family])
         }
     };
-    let outside = |node: &Node| own.iter().all(|&(start, end)| node.end_byte() <= start || node.start_byte() >= end);
+    // A field's name in a method call (`v.len()`) names a method of some other type.
+    let field = declared_item.is_some_and(|item| FIELD_DECLARATIONS.contains(&item.kind()));
+    let outside = |node: &Node| {
+        own.iter().all(|&(start, end)| node.end_byte() <= start || node.start_byte() >= end)
+            && !(field && is_method_name(*node))
+    };
     // The new name must be new here: if it is already used, the user pointed one use at another name.
     if named_leaves(scope, source, &to, &families).iter().any(outside) {
         return Vec::new();

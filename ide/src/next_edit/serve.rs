@@ -7,8 +7,12 @@ use std::time::{Duration, Instant};
 use spark_engine::{CompletionRequest, Sampling, StopMode, StopReason};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Settings;
+use crate::document::Document;
+use crate::exec_check::Gate;
 use crate::position::{self, LspPosition};
 use crate::route::{Generator, PromptStyle};
+use crate::tasks::{FileChange, TaskKind};
 use crate::workspace::Workspace;
 
 use super::Verified;
@@ -36,39 +40,62 @@ pub struct NextEdit {
     pub source: &'static str,
 }
 
-/// The last computation: (uri, revision, result, whether the model was asked).
+/// When the next edits together fail the execution check, this many are checked one by one.
+const MAX_CHECKED_ALONE: usize = 8;
+
+/// The last computation: (uri, revision, result, `complete`: nothing is left to do for that revision — the model
+/// was asked if it is to be, the execution check ran if it is on).
 pub(crate) type NextEditCache = std::sync::Mutex<Option<(String, u64, Arc<Verified>, bool)>>;
 
 impl Workspace {
-    /// The next edits predicted for `uri` from its recent edits, ordered from `position` (else from the end of
-    /// the last edit). `None` when the document is not open; no edits when the feature is off, the file is
-    /// excluded, it has no syntax tree or nothing was predicted and verified.
+    /// The next edits predicted for `uri` from its recent edits by the rules (no model), ordered from
+    /// `position` (else from the end of the last edit). `None` when the document is not open; no edits when the
+    /// feature is off, the file is excluded, it has no syntax tree, nothing was predicted and verified, or the
+    /// execution check is on and has not passed them yet ([`Workspace::next_edits_with_model`] runs it).
     pub fn next_edits(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
         let document = self.document(uri)?;
-        let mut answer = NextEdits { version: document.version, revision: document.revision, ..NextEdits::default() };
         let settings = self.settings();
-        let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) else { return Some(answer) };
-        if !settings.next_edit.enabled || settings.is_excluded(uri) {
-            return Some(answer);
+        let (verified, complete) = self.predicted(uri, &document, &settings);
+        let shown = if settings.verify.compile && !complete { Arc::new(Verified::default()) } else { verified };
+        Some(self.answer(&document, &shown, position))
+    }
+
+    /// The rules' result for the document's revision: cached, else computed (and cached, complete when neither
+    /// the model nor the execution check is left to run).
+    fn predicted(&self, uri: &str, document: &Document, settings: &Settings) -> (Arc<Verified>, bool) {
+        let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) else {
+            return (Arc::default(), true);
+        };
+        if !settings.next_edit.enabled || settings.is_excluded(uri) || document.edits.last().is_none() {
+            return (Arc::default(), true);
         }
-        let Some(last) = document.edits.last() else { return Some(answer) };
         let cached = {
             let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             cache
                 .as_ref()
                 .filter(|(u, revision, _, _)| u == uri && *revision == document.revision)
-                .map(|(_, _, verified, _)| verified.clone())
+                .map(|(_, _, verified, complete)| (verified.clone(), *complete))
         };
-        let verified = match cached {
-            Some(verified) => verified,
-            None => {
-                let text = document.text();
-                let verified = Arc::new(super::next_edits(lang, &text, tree, &document.edits));
-                *self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
-                    Some((uri.to_owned(), document.revision, verified.clone(), false));
-                verified
-            }
-        };
+        if let Some(cached) = cached {
+            return cached;
+        }
+        let verified = Arc::new(super::next_edits(lang, &document.text(), tree, &document.edits));
+        let model_left = verified.edits.is_empty() && settings.next_edit.model;
+        let check_left = !verified.edits.is_empty() && settings.verify.compile;
+        let complete = !model_left && !check_left;
+        self.remember(uri, document.revision, verified.clone(), complete);
+        (verified, complete)
+    }
+
+    fn remember(&self, uri: &str, revision: u64, verified: Arc<Verified>, complete: bool) {
+        *self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Some((uri.to_owned(), revision, verified, complete));
+    }
+
+    /// `verified` in the front end's terms, ordered from `position` (else from the end of the last edit).
+    fn answer(&self, document: &Document, verified: &Verified, position: Option<LspPosition>) -> NextEdits {
+        let mut answer = NextEdits { version: document.version, revision: document.revision, ..NextEdits::default() };
+        let Some(last) = document.edits.last() else { return answer };
         let encoding = self.encoding();
         answer.last_edit = Some((
             position::to_position(&document.rope, last.start, encoding),
@@ -91,39 +118,77 @@ impl Workspace {
             })
             .collect();
         answer.all_together = verified.all_together;
-        Some(answer)
+        answer
     }
 
-    /// [`Workspace::next_edits`], and when the rules predict nothing and `nextEdit.model` is on, the model's
-    /// rewrite of the lines after the edit (along the ghost-text route, within `nextEdit.deadlineMs`), checked
-    /// like every prediction. A newer edit makes the answer stale: it is dropped.
+    /// The rules' next edits, and what is left for the document's revision: when the rules predict nothing and
+    /// `nextEdit.model` is on, the model's rewrite of the lines after the edit (along the ghost-text route, as
+    /// background work, within `nextEdit.deadlineMs`), checked like every prediction; with `verify.compile`, the
+    /// edits all together type-checked in a scratch copy (refused together when they add an error). The result
+    /// is cached for the revision; a newer edit makes it stale.
     pub async fn next_edits_with_model(
         &self,
         uri: &str,
         position: Option<LspPosition>,
         cancel: CancellationToken,
     ) -> Option<NextEdits> {
-        let found = self.next_edits(uri, position)?;
-        let settings = self.settings();
-        if !found.edits.is_empty() || !settings.next_edit.model || found.last_edit.is_none() {
-            return Some(found);
-        }
-        let asked = {
-            let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            cache.as_ref().is_some_and(|(u, revision, _, asked)| u == uri && *revision == found.revision && *asked)
-        };
-        if asked {
-            return Some(found);
-        }
         let document = self.document(uri)?;
+        let settings = self.settings();
+        let (verified, complete) = self.predicted(uri, &document, &settings);
+        if complete {
+            return Some(self.answer(&document, &verified, position));
+        }
         let (Some(lang), Some(tree), Some(edit)) =
             (document.lang, document.tree.clone(), document.edits.last().cloned())
         else {
-            return Some(found);
+            return Some(self.answer(&document, &verified, position));
         };
         let text = document.text();
-        let window = super::model::window(&text, &edit);
-        let prompt = super::model::prompt(lang, &text, &edit, window.clone());
+        let mut verified = (*verified).clone();
+        let mut finished = true;
+        if verified.edits.is_empty() && settings.next_edit.model {
+            let asked = self.ask_model(lang, &text, &tree, &edit, &settings, cancel.clone()).await;
+            finished = asked.is_some();
+            verified = asked.unwrap_or_default();
+        }
+        if settings.verify.compile && !verified.edits.is_empty() && !cancel.is_cancelled() {
+            let path = self.path_of(uri);
+            let gate = Gate::new(settings.verify.clone(), TaskKind::Fix, path.as_deref(), &text, None);
+            if let Err(refusal) = gate.check(&combined_change(&text, &verified.edits), &cancel).await {
+                // Together they add an error: each one alone, and only those that pass stay (a few, at most).
+                tracing::debug!(%refusal, "next edits refused together by the execution check");
+                let mut passed = Vec::new();
+                for predicted in verified.edits.iter().take(MAX_CHECKED_ALONE) {
+                    let alone = std::slice::from_ref(predicted);
+                    if gate.check(&combined_change(&text, alone), &cancel).await.is_ok() {
+                        passed.push(predicted.clone());
+                    }
+                }
+                verified = Verified { edits: passed, all_together: false };
+            }
+            finished &= !cancel.is_cancelled();
+        }
+        let verified = Arc::new(verified);
+        // Stored only when nothing was cut short (a keystroke cancels background work: asked again after the
+        // next pause) and the document is still at the revision read.
+        if finished && self.document(uri).is_some_and(|now| now.revision == document.revision) {
+            self.remember(uri, document.revision, verified.clone(), true);
+        }
+        Some(self.answer(&document, &verified, position))
+    }
+
+    /// The model's checked predictions, or `None` when it did not finish (cancelled, the deadline, an error).
+    async fn ask_model(
+        &self,
+        lang: spark_grammars::Lang,
+        text: &str,
+        tree: &spark_grammars::tree_sitter::Tree,
+        edit: &super::Edit,
+        settings: &Settings,
+        cancel: CancellationToken,
+    ) -> Option<Verified> {
+        let window = super::model::window(text, edit);
+        let prompt = super::model::prompt(lang, text, edit, window.clone());
         let engine = self.engine().clone();
         let remote = self.remote();
         let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
@@ -152,28 +217,35 @@ impl Workspace {
             Ok(generated) => generated,
             Err(error) => {
                 tracing::debug!(%error, "next edit: the model gave nothing");
-                return Some(found);
+                return None;
             }
         };
-        let finished = !matches!(generated.completion.stop, StopReason::Deadline | StopReason::Cancelled);
+        if matches!(generated.completion.stop, StopReason::Deadline | StopReason::Cancelled | StopReason::Superseded) {
+            return None;
+        }
         let rewritten = match generated.style {
             PromptStyle::FewShot => generated.completion.text.clone(),
             PromptStyle::ChatPrefilled => crate::tasks::strip_code_fences(&generated.completion.text),
             PromptStyle::Chat => crate::tasks::first_code_block(&generated.completion.text),
         };
-        let predicted = if finished { super::model::predictions(&text, window, &rewritten, &edit) } else { Vec::new() };
-        let edits: Vec<_> = predicted
+        let edits: Vec<_> = super::model::predictions(text, window, &rewritten, edit)
             .into_iter()
-            .filter(|predicted| super::check(lang, &text, &tree, &edit, std::slice::from_ref(predicted)).is_ok())
+            .filter(|predicted| super::check(lang, text, tree, edit, std::slice::from_ref(predicted)).is_ok())
             .collect();
-        let all_together = edits.len() > 1 && super::check(lang, &text, &tree, &edit, &edits).is_ok();
-        // Stored only when the model finished (a keystroke cancels background work: asked again after the next
-        // pause) and the document is still at the revision the model read.
-        if finished && self.document(uri).is_some_and(|now| now.revision == document.revision) {
-            let verified = Arc::new(Verified { edits, all_together });
-            *self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
-                Some((uri.to_owned(), document.revision, verified, true));
-        }
-        self.next_edits(uri, position)
+        let all_together = edits.len() > 1 && super::check(lang, text, tree, edit, &edits).is_ok();
+        Some(Verified { edits, all_together })
     }
+}
+
+/// The edits (sorted, apart) as one change of `text`: from the first edit's start to the last one's end.
+fn combined_change(text: &str, edits: &[super::Predicted]) -> FileChange {
+    let (start, end) = (edits[0].start, edits[edits.len() - 1].end);
+    let mut insert = String::new();
+    let mut copied = start;
+    for edit in edits {
+        insert.push_str(&text[copied..edit.start]);
+        insert.push_str(&edit.new_text);
+        copied = edit.end;
+    }
+    FileChange { path: None, create: false, old_text: text.to_owned(), replace: start..end, insert }
 }

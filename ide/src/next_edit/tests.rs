@@ -70,14 +70,15 @@ fn renaming_a_local_renames_its_uses_in_that_function_only() {
 fn renaming_a_field_renames_member_uses_across_the_file_and_not_locals() {
     let case = edited(
         Lang::Rust,
-        "struct S {\n    ‸len: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        let len = 3;\n        self.len + len\n    }\n}\n\nfn make() -> S {\n    S { len: 0 }\n}\n",
+        "struct S {\n    ‸len: usize,\n}\n\nimpl S {\n    fn get(&self, v: &[u8]) -> usize {\n        let len = 3;\n        self.len + len + v.len()\n    }\n}\n\nfn make() -> S {\n    S { len: 0 }\n}\n",
         "len",
         "size",
     );
     let text = applied(&case, &predicted(&case).edits);
+    // `v.len()` calls a method of another type: left alone.
     assert_eq!(
         text,
-        "struct S {\n    size: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        let len = 3;\n        self.size + len\n    }\n}\n\nfn make() -> S {\n    S { size: 0 }\n}\n"
+        "struct S {\n    size: usize,\n}\n\nimpl S {\n    fn get(&self, v: &[u8]) -> usize {\n        let len = 3;\n        self.size + len + v.len()\n    }\n}\n\nfn make() -> S {\n    S { size: 0 }\n}\n"
     );
 }
 
