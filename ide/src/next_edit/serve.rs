@@ -153,7 +153,7 @@ impl Workspace {
         }
         if settings.verify.compile && !verified.edits.is_empty() && !cancel.is_cancelled() {
             let path = self.path_of(uri);
-            let gate = Gate::new(settings.verify.clone(), TaskKind::Fix, path.as_deref(), &text, None);
+            let gate = Gate::new(settings.verify, TaskKind::Fix, path.as_deref(), &text, None);
             if let Err(refusal) = gate.check(&combined_change(&text, &verified.edits), &cancel).await {
                 // Together they add an error: each one alone, and only those that pass stay (a few, at most).
                 tracing::debug!(%refusal, "next edits refused together by the execution check");
