@@ -19,6 +19,9 @@ pub enum Source {
     /// The same change in the siblings of the edited item that have its shape (match arms, fields, variants,
     /// object properties).
     Sibling,
+    /// The same rewrite of an expression elsewhere in the file, its names carried (`x as T` → `T::from(x)`
+    /// makes `y as T` → `T::from(y)`).
+    Pattern,
     /// The model's rewrite of the lines after the edit.
     Model,
 }
@@ -29,6 +32,7 @@ impl Source {
             Source::Rename => "rename",
             Source::Call => "call",
             Source::Sibling => "sibling",
+            Source::Pattern => "pattern",
             Source::Model => "model",
         }
     }
@@ -54,6 +58,9 @@ pub fn predict(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Pre
     }
     if predicted.is_empty() {
         predicted = siblings(text, tree, edit);
+    }
+    if predicted.is_empty() {
+        predicted = pattern(text, tree, edit);
     }
     predicted.sort_by_key(|p| p.start);
     predicted.dedup_by(|later, earlier| later.start < earlier.end);
@@ -544,6 +551,184 @@ fn siblings(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
             label: label.clone(),
             source: Source::Sibling,
         });
+    }
+    predicted
+}
+
+// --- pattern --------------------------------------------------------------------------------------------------
+
+/// Words that stay themselves in a pattern (keywords, primitive and built-in types): every other name the edit
+/// kept is a hole that matches any name.
+const LITERAL_WORDS: [&str; 56] = [
+    "as",
+    "async",
+    "await",
+    "bool",
+    "break",
+    "char",
+    "const",
+    "continue",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "f32",
+    "f64",
+    "false",
+    "fn",
+    "for",
+    "i128",
+    "i16",
+    "i32",
+    "i64",
+    "i8",
+    "if",
+    "impl",
+    "in",
+    "isize",
+    "let",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "new",
+    "of",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "str",
+    "super",
+    "this",
+    "true",
+    "typeof",
+    "u128",
+    "u16",
+    "u32",
+    "u64",
+    "u8",
+    "usize",
+    "where",
+    "while",
+    "string",
+    "number",
+    "boolean",
+    "null",
+    "undefined",
+    "void",
+];
+
+fn is_hole(word: &str) -> bool {
+    is_identifier(word) && word.as_bytes()[0].is_ascii_lowercase() && !LITERAL_WORDS.contains(&word)
+}
+
+/// A one-line rewrite of an expression with at least one name kept (`x as usize` → `usize::from(x)`), made at
+/// the other places of the file with the same tokens around other names. The rewritten part must hold at least
+/// two tokens besides the names, one of them a word, so that a lone operator or number is never carried.
+fn pattern(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
+    if edit.old.contains('\n') || edit.new.contains('\n') || edit.old.len() > 200 || edit.new.len() > 200 {
+        return Vec::new();
+    }
+    let root = tree.root_node();
+    // What changed, token by token, and the smallest named node around it now: the rewritten expression.
+    let (start, old, new) = widened(text, edit);
+    let (old_tokens, new_tokens) = (words(&old), words(&new));
+    let prefix = old_tokens.iter().zip(&new_tokens).take_while(|(a, b)| a.1 == b.1).count();
+    let max_suffix = old_tokens.len().min(new_tokens.len()) - prefix;
+    let suffix =
+        old_tokens.iter().rev().zip(new_tokens.iter().rev()).take(max_suffix).take_while(|(a, b)| a.1 == b.1).count();
+    // The changed part of the new text, from the end of the last token kept in front to the start of the first
+    // one kept behind; a pure deletion leaves an empty span, which the node must hold inside.
+    let changed_from = if prefix == 0 { 0 } else { new_tokens[prefix - 1].0 + new_tokens[prefix - 1].1.len() };
+    let changed_to = new_tokens.get(new_tokens.len() - suffix).map_or(new.len(), |t| t.0).max(changed_from);
+    let (from, to) = (start + changed_from, start + changed_to);
+    let (low, high) = if from == to { (from.saturating_sub(1), (to + 1).min(text.len())) } else { (from, to) };
+    let Some(mut node) = root.descendant_for_byte_range(low, high) else { return Vec::new() };
+    while !node.is_named() {
+        let Some(parent) = node.parent() else { return Vec::new() };
+        node = parent;
+    }
+    let (node_start, node_end) = (node.start_byte(), node.end_byte());
+    if node_end - node_start > 200 || text[node_start..node_end].contains('\n') {
+        return Vec::new();
+    }
+    // The same span before the edit (the text with the edit undone): a part of the edit inside the node's span
+    // but outside what changed must be the same text before and after.
+    let before = format!("{}{}{}", &text[..edit.start], edit.old, &text[edit.end()..]);
+    let same_start =
+        node_start <= edit.start || (node_start <= edit.end() && edit.old.starts_with(&text[edit.start..node_start]));
+    if !same_start {
+        return Vec::new();
+    }
+    let old_start = node_start;
+    let old_end = if node_end >= edit.end() {
+        node_end + edit.old.len() - edit.new.len()
+    } else if node_end >= edit.start && edit.old.ends_with(&text[node_end..edit.end()]) {
+        edit.start + edit.old.len() - (edit.end() - node_end)
+    } else {
+        return Vec::new();
+    };
+    if old_end < old_start || !before.is_char_boundary(old_start) || !before.is_char_boundary(old_end) {
+        return Vec::new();
+    }
+    let rewritten_old = &before[old_start..old_end];
+    let replacement = &text[node_start..node_end];
+    let (pattern, template) = (words(rewritten_old), words(replacement));
+    if pattern.len() < 2 || template.is_empty() || pattern.len() > 24 {
+        return Vec::new();
+    }
+    let kept: Vec<&str> = template.iter().map(|t| t.1).filter(|word| is_hole(word)).collect();
+    let hole = |token: &str| is_hole(token) && kept.contains(&token);
+    let literals: Vec<&str> = pattern.iter().map(|t| t.1).filter(|token| !hole(token)).collect();
+    if literals.len() == pattern.len() || literals.len() < 2 || !literals.iter().any(|token| is_word(token)) {
+        return Vec::new();
+    }
+    let (user_from, user_to) = (node_start, node_end);
+    let label = format!("`{rewritten_old}` → `{replacement}`");
+
+    let tokens = words(text);
+    let mut predicted = Vec::new();
+    let mut i = 0;
+    while i + pattern.len() <= tokens.len() && predicted.len() < MAX_PREDICTIONS {
+        let candidate = &tokens[i..i + pattern.len()];
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        let matches = pattern.iter().zip(candidate).all(|(p, c)| {
+            if !hole(p.1) {
+                return p.1 == c.1;
+            }
+            if !is_identifier(c.1) {
+                return false;
+            }
+            match names.iter().find(|(from, _)| *from == p.1) {
+                Some((_, to)) => *to == c.1,
+                None => {
+                    names.push((p.1, c.1));
+                    true
+                }
+            }
+        });
+        let (from, to) = (candidate[0].0, candidate[candidate.len() - 1].0 + candidate[candidate.len() - 1].1.len());
+        // Whole words only, outside the user's edit, in code (not a comment or a string).
+        let in_code = root.descendant_for_byte_range(from, to).is_some_and(|node| {
+            !node.kind().contains("comment") && !node.kind().contains("string") && !node.kind().contains("char")
+        });
+        let whole = from == 0 || !is_word_byte(text.as_bytes()[from - 1]);
+        if matches && in_code && whole && (to <= user_from || from >= user_to) {
+            let carried: String = lex(replacement)
+                .into_iter()
+                .map(|(_, token)| names.iter().find(|(name, _)| *name == token).map_or(token, |(_, to)| to))
+                .collect();
+            predicted.push(Predicted {
+                start: from,
+                end: to,
+                new_text: carried,
+                label: label.clone(),
+                source: Source::Pattern,
+            });
+            i += pattern.len();
+        } else {
+            i += 1;
+        }
     }
     predicted
 }

@@ -233,3 +233,29 @@ fn after_one_predicted_use_is_accepted_the_others_are_still_predicted_in_the_who
         "struct S {\n    size: usize,\n}\n\nimpl S {\n    fn get(&self) -> usize {\n        self.size\n    }\n\n    fn put(&mut self) {\n        self.size = 1;\n    }\n}\n"
     );
 }
+
+#[test]
+fn an_expression_rewritten_once_is_rewritten_where_it_recurs_with_other_names() {
+    let case = edited(
+        Lang::Rust,
+        "fn f(a: &Option<u8>, b: &Option<u8>) -> u8 {\n    let x = ‸a.clone().unwrap_or_default();\n    // b.clone().unwrap_or_default() stays in a comment\n    x + b.clone().unwrap_or_default() + a.unwrap_or(1)\n}\n",
+        "a.clone().unwrap_or_default()",
+        "a.unwrap_or_default()",
+    );
+    let found = predicted(&case);
+    assert!(found.edits.iter().all(|edit| edit.source == Source::Pattern), "{found:?}");
+    assert_eq!(
+        applied(&case, &found.edits),
+        "fn f(a: &Option<u8>, b: &Option<u8>) -> u8 {\n    let x = a.unwrap_or_default();\n    // b.clone().unwrap_or_default() stays in a comment\n    x + b.unwrap_or_default() + a.unwrap_or(1)\n}\n"
+    );
+}
+
+#[test]
+fn a_rewrite_without_a_kept_name_or_with_too_little_of_its_own_is_not_carried() {
+    // No name kept: a plain replacement of text is not a pattern.
+    let case = edited(Lang::Rust, "fn f() {\n    g(‸1 + 2);\n    g(1 + 2);\n}\n", "1 + 2", "3");
+    assert!(predicted(&case).edits.is_empty());
+    // A name kept but only an operator around it.
+    let case = edited(Lang::Rust, "fn f(a: u8, b: u8) {\n    g(‸-a);\n    g(-b);\n}\n", "-a", "!a");
+    assert!(predicted(&case).edits.is_empty());
+}
