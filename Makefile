@@ -61,7 +61,7 @@ bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin mcp-bench
 
 # The execution-checked evaluation (docs/eval.md): about 35 minutes on 2 busy cores for the default model (the task budget, 12 s a case, dominates).
-# EVAL_ARGS: --quick, --tasks ghost,fix,tests,regex, --model PATH (repeatable), --all-models.
+# EVAL_ARGS: --quick, --tasks ghost,fix,tests,regex,next-edit, --model PATH (repeatable), --all-models.
 EVAL_ARGS ?=
 eval: deps model build
 	@bash scripts/install-eval-tools.sh

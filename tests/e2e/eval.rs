@@ -1,13 +1,15 @@
 //! The evaluation's self-test, without a model: the corpus is pinned, fetched and absent from Spark's sources,
 //! and every independent check scores a known-good answer right and a known-bad one wrong (a fix on a fetched
-//! crate and package, tests against a function and its mutants, regexes in Python and node, a ghost line).
-//! The scores themselves come from `make eval`, never from here.
+//! crate and package, tests against a function and its mutants, regexes in Python and node, a ghost line, next
+//! edits against a hand-made history). A small slice of the next-edit cases also runs through the real server, end
+//! to end. The scores themselves come from `make eval`, never from here.
 
 use std::collections::HashMap;
 
 use spark_tests::eval::check::{self, Scratch};
 use spark_tests::eval::corpus::{self, Lang, Package};
-use spark_tests::eval::{cases, drive, run};
+use spark_tests::eval::history::{self, Edit, History, Verdict};
+use spark_tests::eval::{cases, drive, report, run};
 
 /// The tests share scratch copies and the fetch: one at a time.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -222,7 +224,9 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
     let mutants = cases::mutation_sites(Lang::Rust, &text, start..end);
     assert!(mutants.len() >= 3, "{mutants:?}");
     let with = |body: &str| {
-        let module = format!("{text}\n#[cfg(test)]\nmod eval_self_test {{\n    use super::*;\n\n    #[test]\n    fn osa_self_test() {{\n        {body}\n    }}\n}}\n");
+        let module = format!(
+            "{text}\n#[cfg(test)]\nmod eval_self_test {{\n    use super::*;\n\n    #[test]\n    fn osa_self_test() {{\n        {body}\n    }}\n}}\n"
+        );
         let mutated: Vec<String> = mutants
             .iter()
             .take(3)
@@ -255,7 +259,9 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
         })
         .collect();
     let test = |body: &str| {
-        let text = format!("import {{ test }} from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n\ntest(\"compose\", () => {{\n  {body}\n}});\n");
+        let text = format!(
+            "import {{ test }} from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n\ntest(\"compose\", () => {{\n  {body}\n}});\n"
+        );
         check::tests_are_correct(
             &scratch,
             "src/compose.ts",
@@ -302,6 +308,7 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         results: vec![case("a", true, true, false), case("b", true, false, false), case("c", false, false, true)],
         keystrokes: vec![keystroke("", false), keystroke("x(", false), keystroke("foo();", true)],
         spans: vec![Span { lang: Lang::Ts, case: "g".into(), chars: 10, supplied: 6 }],
+        next_edits: Vec::new(),
         wall_s: 1.0,
     };
     let rows = report::task_rows(&run);
@@ -317,4 +324,226 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
     report::plot(&[run], &png).unwrap();
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
     let _ = std::fs::copy(&png, spark_tests::workspace_root().join("target/eval-self-test.png"));
+}
+
+/// The histories, fetched once at a time (two tests need them; two `cargo vendor`s into one place would clash).
+fn histories() -> Vec<History> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _fetching = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    history::prepare().expect("fetching the histories (cargo vendor, npm pack)")
+}
+
+fn hand_made_history() -> History {
+    History { lang: Lang::Rust, name: "hand".into(), old: "1.0.0".into(), new: "1.0.1".into(), why: String::new() }
+}
+
+/// A rename made at its declaration (the user's edit) with three uses to follow and an argument added at a call;
+/// the scoring of right, blank-different, partial, wrong, duplicate and out-of-range predictions.
+#[test]
+fn next_edit_cases_and_scoring_on_a_hand_made_history() {
+    let before = "fn area(w: u32, h: u32) -> u32 {\n    let count = w * h;\n    // twice\n    log(count, count);\n    // then\n    count\n}\n\nfn log(x: u32, y: u32) {}\n\nfn main() {\n    area(1, 2);\n}\n";
+    let after = before.replace("count", "total").replace("area(1, 2)", "area(1, 2, 3)");
+    let case = history::case_for_file(&hand_made_history(), "src/lib.rs", before, &after).expect("four hunks");
+    // The user's edit: `count` → `total` on the `let` line, as one range.
+    let at = before.find("count").unwrap();
+    assert_eq!(case.user_edit, Edit { start: at, end: at + 5, new_text: "total".into() });
+    let document = case.document();
+    assert_eq!(case.cursor(), at + 5);
+    assert!(document.contains("let total = w * h;\n    // twice\n    log(count, count);"));
+    // Three follow-up hunks: the call to `log` (two atomic edits), the last use, the added argument.
+    let edit = |start: usize, end: usize, text: &str| Edit { start, end, new_text: text.into() };
+    let log_at = document.find("log(count").unwrap() + 4;
+    let last_at = document.rfind("    count\n").unwrap() + 4;
+    let call_at = document.find("area(1, 2)").unwrap() + "area(1, 2".len();
+    assert_eq!(
+        case.follow_ups,
+        vec![
+            vec![edit(log_at, log_at + 5, "total"), edit(log_at + 7, log_at + 12, "total")],
+            vec![edit(last_at, last_at + 5, "total")],
+            vec![edit(call_at, call_at, ", 3")],
+        ]
+    );
+    assert_eq!(case.follow_up_lines, [3, 5, 11]);
+    assert_eq!(history::apply_all(&document, case.follow_ups.iter().flatten()), after);
+
+    let check = |predicted: Vec<Edit>, verdicts: &[Verdict], hunks_predicted: usize| {
+        let score = history::score(&document, &case.follow_ups, &predicted);
+        assert_eq!(score.verdicts, verdicts, "{predicted:?}");
+        assert_eq!(score.hunks_predicted, hunks_predicted, "{predicted:?}");
+    };
+    use Verdict::{Exact, Normalised, Wrong};
+    check(vec![], &[], 0);
+    // The last use, exactly: one hunk.
+    check(vec![edit(last_at, last_at + 5, "total")], &[Exact], 1);
+    // The same change over a wider range, or with other blanks: right once blanks are ignored.
+    check(vec![edit(last_at - 4, last_at + 5, "    total")], &[Normalised], 1);
+    check(vec![edit(call_at, call_at, ",3")], &[Normalised], 1);
+    // One use of two in the call: right, but its hunk is not predicted; both (in any order): it is.
+    check(vec![edit(log_at + 7, log_at + 12, "total")], &[Exact], 0);
+    check(
+        vec![
+            edit(log_at + 7, log_at + 12, "total"),
+            edit(last_at, last_at + 5, "total"),
+            edit(log_at, log_at + 5, "total"),
+        ],
+        &[Exact, Exact, Exact],
+        2,
+    );
+    // Both uses in one edit are not one atomic edit: wrong, and the hunk is not predicted (but told apart as doing
+    // what the two do together; a wider one that changes more is not).
+    check(vec![edit(log_at, log_at + 12, "total, total")], &[Wrong], 0);
+    let joined = |prediction: Edit| history::score(&document, &case.follow_ups, &[prediction]).joins_atomic_edits;
+    assert_eq!(joined(edit(log_at, log_at + 12, "total,total")), [true]);
+    assert_eq!(joined(edit(log_at, log_at + 12, "total, totals")), [false]);
+    assert_eq!(joined(edit(log_at, log_at + 5, "total")), [false], "right, so not a wrong one");
+    // Wrong: another name, an argument without its comma or glued to its neighbour, inside the user's own edit,
+    // outside every hunk, the same atomic edit twice, a range outside the document.
+    check(vec![edit(last_at, last_at + 5, "totals")], &[Wrong], 0);
+    check(vec![edit(call_at, call_at, " 3")], &[Wrong], 0);
+    check(vec![edit(call_at, call_at, "3")], &[Wrong], 0);
+    check(vec![edit(at, at + 5, "sum")], &[Wrong], 0);
+    let signature_at = document.find("y: u32)").unwrap() + "y: u32".len();
+    check(vec![edit(signature_at, signature_at, ", z: u32")], &[Wrong], 0);
+    check(vec![edit(last_at, last_at + 5, "total"), edit(last_at, last_at + 5, "total")], &[Exact, Wrong], 1);
+    check(vec![edit(document.len(), document.len() + 3, "x")], &[Wrong], 0);
+    // Wrong predictions at a follow-up's place are told from the others (for reading the report).
+    let score = history::score(&document, &case.follow_ups, &[edit(log_at, log_at + 12, "x"), edit(at, at + 5, "y")]);
+    assert_eq!(score.at_follow_up, [true, false]);
+
+    // A change of blanks only is matched exactly or not at all (else a no-op near it would count as right).
+    let blanks = "fn f() {\n    a(1,2);\n    c();\n    b(1,2);\n}\n";
+    let case = history::case_for_file(&hand_made_history(), "src/lib.rs", blanks, &blanks.replace("1,2", "1, 2"))
+        .expect("two hunks");
+    let document = case.document();
+    let b_at = document.find("b(1,").unwrap() + 4;
+    assert_eq!(case.follow_ups, vec![vec![edit(b_at, b_at, " ")]]);
+    let score = history::score(&document, &case.follow_ups, &[edit(b_at, b_at, "  "), edit(b_at, b_at, " ")]);
+    assert_eq!((score.verdicts, score.hunks_predicted), (vec![Wrong, Exact], 1));
+
+    // Cases need 2..=12 hunks of at most 4 lines: one hunk, or a big one, is no case.
+    assert!(history::case_for_file(&hand_made_history(), "a.rs", "a\nb\nc\n", "a\nB\nc\n").is_none());
+    let big_before = "a\nb\nc\nd\ne\nf\ng\n";
+    assert!(history::case_for_file(&hand_made_history(), "a.rs", big_before, "A\nb\nC\nD\nE\nF\nG\n").is_none());
+    // Words, blanks and single other characters.
+    assert_eq!(
+        history::tokens("let x_1 =  f(é);\n"),
+        ["let", " ", "x_1", " ", "=", "  ", "f", "(", "é", ")", ";", "\n"]
+    );
+}
+
+/// The report's next-edit row adds up its cases.
+#[test]
+fn the_next_edit_row_counts_hunks_predictions_and_wrong_ones() {
+    let result = |id: &str, follow_ups: usize, hunks: usize, exact: usize, normalised: usize, wrong: usize, ms: u64| {
+        run::NextEditResult {
+            lang: Some(Lang::Ts),
+            case: id.into(),
+            follow_ups,
+            hunks_predicted: hunks,
+            predictions: exact + normalised + wrong,
+            exact,
+            normalised,
+            wrong,
+            ms,
+            ms_from_change: ms + 1,
+            ..Default::default()
+        }
+    };
+    let mut timed_out = result("c", 2, 0, 0, 0, 0, 30_000);
+    timed_out.crash_or_timeout = true;
+    let run = run::Run {
+        label: "self-test".into(),
+        next_edits: vec![result("a", 3, 2, 2, 1, 0, 10), result("b", 1, 0, 0, 0, 2, 30), timed_out],
+        ..Default::default()
+    };
+    let rows = report::next_edit_rows(&run);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(
+        (row.cases, row.follow_up_hunks, row.hunks_predicted, row.predictions, row.correct, row.wrong),
+        (3, 6, 2, 5, 3, 2)
+    );
+    assert_eq!((row.correct_normalised, row.crash_or_timeout, row.p50_ms, row.p95_ms), (1, 1, 30, 30));
+    let markdown = report::markdown(&run);
+    assert!(markdown.contains("| ts | 3 | 6 | 2 (33%) | 5 | 3 (1) | **2 (40%)** | 0 (0) |"), "{markdown}");
+}
+
+/// The histories are pinned pairs of releases, fetched, and make cases deterministically; a slice of them (one
+/// per package) runs through the real `spark-lsp`: every case gets a result, and every answer is scored.
+#[test]
+fn next_edit_cases_come_from_pinned_releases_and_run_end_to_end() {
+    let histories = histories();
+    let count = |lang: Lang| histories.iter().filter(|history| history.lang == lang).count();
+    assert!(count(Lang::Rust) >= 5 && count(Lang::Ts) >= 5, "{histories:?}");
+    for history in &histories {
+        assert!(!corpus::FORBIDDEN.contains(&history.name.as_str()), "{}", history.name);
+        assert!(history.why.len() > 20, "says why: {history:?}");
+        assert_ne!(history.old, history.new);
+        for version in [&history.old, &history.new] {
+            assert!(version.split('.').all(|part| part.parse::<u32>().is_ok()), "pinned: {history:?}");
+            assert!(!history.sources(version).is_empty(), "fetched with sources: {} {version}", history.name);
+        }
+    }
+    let cases = history::cases(&histories).unwrap();
+    assert_eq!(cases, history::cases(&histories).unwrap(), "deterministic");
+    for history in &histories {
+        let of_package = cases.iter().filter(|case| case.package == history.name).count();
+        assert!((1..=history::CASES_PER_PACKAGE).contains(&of_package), "{}: {of_package} cases", history.name);
+    }
+    for case in &cases {
+        assert!((1..history::MAX_HUNKS).contains(&case.follow_ups.len()), "{}", case.id);
+        assert!(case.follow_ups.iter().all(|hunk| !hunk.is_empty()), "{}", case.id);
+        let path = case.path(histories.iter().find(|history| history.name == case.package).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), case.before, "{}", case.id);
+    }
+
+    let slice = history::slice(&cases, Some(1));
+    assert_eq!(slice.len(), histories.len());
+    let stderr = spark_tests::eval::eval_dir().join("logs/spark-lsp-next-edit-self-test.log");
+    std::fs::create_dir_all(stderr.parent().unwrap()).unwrap();
+    let mut server = drive::Server::start(None, &serde_json::json!({}), stderr).unwrap();
+    for case in &slice {
+        let history = histories.iter().find(|history| history.name == case.package).unwrap();
+        let result = run::next_edit_case(&mut server, history, case).unwrap();
+        assert!(!result.crash_or_timeout && result.error.is_none(), "{}: {result:?}", case.id);
+        assert_eq!(result.answered_version, Some(2), "{}: answered for the version after the user's edit", case.id);
+        assert_eq!(result.predictions, result.edits.len());
+        assert_eq!(result.predictions, result.exact + result.normalised + result.wrong, "{}", case.id);
+        assert!(result.hunks_predicted <= result.follow_ups, "{}", case.id);
+        // The verdicts are the scoring's own, on the same edits.
+        let edits: Vec<Edit> = result.edits.iter().map(|predicted| predicted.edit.clone()).collect();
+        let rescored = history::score(&case.document(), &case.follow_ups, &edits);
+        let verdicts: Vec<Verdict> = result.edits.iter().map(|predicted| predicted.verdict).collect();
+        assert_eq!((rescored.verdicts, rescored.hunks_predicted), (verdicts, result.hunks_predicted));
+    }
+    server.shutdown();
+}
+
+/// Spark's sources neither use the history packages nor hold the text of a follow-up (no answer is built in).
+#[test]
+fn no_history_text_occurs_in_the_server_or_engine() {
+    let spark = spark_sources();
+    let histories = histories();
+    for history in &histories {
+        let crate_name = history.name.replace('-', "_");
+        for needle in [
+            format!("{crate_name}::"),
+            format!("\n{} = ", history.name),
+            format!("from \"{}\"", history.name),
+            format!("from '{}'", history.name),
+        ] {
+            assert!(!contains_word(&spark, &needle), "{needle:?} of the histories occurs in server/, ide/ or engine/");
+        }
+    }
+    let mut sampled = 0;
+    for case in history::cases(&histories).unwrap() {
+        for atomic in case.follow_ups.iter().flatten() {
+            let text = atomic.new_text.trim();
+            if text.len() >= 24 && !text.starts_with("//") && !text.starts_with('*') {
+                sampled += 1;
+                assert!(!spark.contains(text), "a follow-up of {} occurs in server/, ide/ or engine/: {text}", case.id);
+            }
+        }
+    }
+    assert!(sampled > 20, "sampled {sampled} follow-ups");
 }

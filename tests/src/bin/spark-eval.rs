@@ -2,8 +2,8 @@
 //! cases, drives `spark-lsp` over stdio with each model and scores every answer independently; writes
 //! `target/eval/report.md`, `report.json` and `report.png`.
 //!
-//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] [--only ID,...]
-//!        [--settings JSON]... [--min-confidence X]...
+//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models]
+//!        [--only ID,...] [--settings JSON]... [--min-confidence X]...
 //! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix. Each `--settings` runs
 //! every model again with those Spark settings, e.g. `{"inline":{"deadlineMs":500}}`; `--min-confidence X` is
 //! `--settings {"inline":{"minConfidence":X}}`: the sweeps defaults are chosen from.)
@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use spark_tests::eval::{self, cases, corpus, report, run};
+use spark_tests::eval::{self, cases, corpus, history, report, run};
 
 fn model_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SPARK_MODEL_DIR").filter(|value| !value.is_empty()) {
@@ -69,7 +69,7 @@ fn main() -> Result<()> {
             }
             "-h" | "--help" => {
                 println!(
-                    "spark-eval [--quick] [--tasks ghost,fix,tests,regex] [--model PATH]... [--all-models] \
+                    "spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models] \
                      [--only ID,...] [--settings JSON]... [--min-confidence X]..."
                 );
                 return Ok(());
@@ -82,16 +82,46 @@ fn main() -> Result<()> {
     }
     let started = std::time::Instant::now();
     let mut log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
-    let packages = corpus::prepare()?;
-    let cases = cases::load_or_generate(&packages, &mut log)?;
-    log(&format!(
-        "cases: {} ghost spans ({} keystroke positions), {} fix, {} tests, {} regex",
-        cases.ghost.len(),
-        cases.ghost.iter().map(|case| case.span.len()).sum::<usize>(),
-        cases.fix.len(),
-        cases.tests.len(),
-        cases.regex.len()
-    ));
+    // The corpus (and its compiler-checked cases) only when a task needs it: `--tasks next-edit` alone does not.
+    let (packages, cases) = if tasks.iter().any(|task| task != "next-edit") {
+        let packages = corpus::prepare()?;
+        let cases = cases::load_or_generate(&packages, &mut log)?;
+        log(&format!(
+            "cases: {} ghost spans ({} keystroke positions), {} fix, {} tests, {} regex",
+            cases.ghost.len(),
+            cases.ghost.iter().map(|case| case.span.len()).sum::<usize>(),
+            cases.fix.len(),
+            cases.tests.len(),
+            cases.regex.len()
+        ));
+        (packages, cases)
+    } else {
+        (Vec::new(), cases::Cases::default())
+    };
+    let (histories, next_edit) = if tasks.iter().any(|task| task == "next-edit") {
+        let histories = history::prepare()?;
+        let next_edit = history::cases(&histories)?;
+        let written = history::write_cases(&next_edit)?;
+        let per_package: Vec<String> = histories
+            .iter()
+            .map(|history| {
+                let count = next_edit.iter().filter(|case| case.package == history.name).count();
+                format!("{} {count}", history.name)
+            })
+            .collect();
+        log(&format!(
+            "next-edit cases ({}): {} with {} follow-up hunks ({}), in {}",
+            history::GENERATOR,
+            next_edit.len(),
+            next_edit.iter().map(|case| case.follow_ups.len()).sum::<usize>(),
+            per_package.join(", "),
+            written.display()
+        ));
+        (histories, next_edit)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let inputs = run::Inputs { cases: &cases, packages: &packages, histories: &histories, next_edit: &next_edit };
     if variants.is_empty() {
         variants.push(serde_json::json!({}));
     }
@@ -114,14 +144,18 @@ fn main() -> Result<()> {
                 settings: settings.clone(),
                 only: only.clone(),
             };
-            runs.push(run::run(&cases, &packages, &options, &mut log)?);
+            runs.push(run::run(&inputs, &options, &mut log)?);
         }
     }
     let out = eval::eval_dir();
-    // Each kind of run keeps its own files: a quick or partial run does not overwrite the full report.
+    // Each kind of run keeps its own files: a quick or partial run does not overwrite the full report (nor does
+    // a next-edit run, which takes seconds, overwrite the others').
+    let next_edit_only = tasks.iter().all(|task| task == "next-edit");
     let stem = match (quick, only.is_empty()) {
         (_, false) => "report-only",
+        (true, _) if next_edit_only => "report-next-edit-quick",
         (true, _) => "report-quick",
+        _ if next_edit_only => "report-next-edit",
         _ => "report",
     };
     let mut markdown =

@@ -67,21 +67,27 @@ impl Package {
 
     /// Source files (relative paths, sorted): `src/**/*.rs`, or `src/**/*.ts` without declarations and tests.
     pub fn sources(&self) -> Vec<String> {
-        let mut files = Vec::new();
-        walk(&self.dir(), &self.dir().join("src"), &mut files);
-        files.retain(|file| match self.lang {
-            Lang::Rust => file.ends_with(".rs"),
-            Lang::Ts => {
-                file.ends_with(".ts") && !file.ends_with(".d.ts") && !file.contains(".test.") && !file.contains("test")
-            }
-        });
-        files.sort();
-        files
+        source_files(self.lang, &self.dir())
     }
 
     pub fn read(&self, file: &str) -> Result<String> {
         std::fs::read_to_string(self.dir().join(file)).with_context(|| format!("reading {file} of {}", self.name))
     }
+}
+
+/// The source files of a fetched package at `dir` (relative paths, sorted): `src/**/*.rs`, or `src/**/*.ts`
+/// without declarations and tests.
+pub fn source_files(lang: Lang, dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    walk(dir, &dir.join("src"), &mut files);
+    files.retain(|file| match lang {
+        Lang::Rust => file.ends_with(".rs"),
+        Lang::Ts => {
+            file.ends_with(".ts") && !file.ends_with(".d.ts") && !file.contains(".test.") && !file.contains("test")
+        }
+    });
+    files.sort();
+    files
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
@@ -126,57 +132,70 @@ pub fn manifest() -> Result<Vec<Package>> {
 
 /// Fetches what is missing: crates with `cargo vendor`, packages with `npm pack`.
 pub fn fetch(packages: &[Package]) -> Result<()> {
-    let crates: Vec<&Package> = packages.iter().filter(|package| package.lang == Lang::Rust).collect();
-    if crates.iter().any(|package| !package.dir().join("Cargo.toml").exists()) {
-        let fetch = eval_dir().join("fetch");
-        std::fs::create_dir_all(&fetch)?;
-        let mut manifest = String::from(
-            "[package]\nname = \"spark-eval-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n\n[dependencies]\n",
-        );
-        for package in &crates {
-            manifest.push_str(&format!("{} = \"={}\"\n", package.name, package.version));
-        }
-        std::fs::write(fetch.join("Cargo.toml"), manifest)?;
-        std::fs::write(fetch.join("lib.rs"), "")?;
-        let out = eval_dir().join("corpus/crates");
-        let status = Command::new("cargo")
-            .args(["vendor", "--versioned-dirs", "--quiet", "--manifest-path"])
-            .arg(fetch.join("Cargo.toml"))
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .context("running cargo vendor")?;
-        if !status.success() {
-            bail!("cargo vendor failed for the eval corpus");
-        }
+    let crates: Vec<(&str, &str)> = packages
+        .iter()
+        .filter(|package| package.lang == Lang::Rust)
+        .map(|package| (package.name.as_str(), package.version.as_str()))
+        .collect();
+    if packages.iter().any(|package| package.lang == Lang::Rust && !package.dir().join("Cargo.toml").exists()) {
+        cargo_vendor(&crates, &eval_dir().join("fetch"), &eval_dir().join("corpus/crates"))
+            .context("cargo vendor failed for the eval corpus")?;
     }
     for package in packages.iter().filter(|package| package.lang == Lang::Ts) {
-        if package.dir().join("package.json").exists() {
-            continue;
+        if !package.dir().join("package.json").exists() {
+            npm_unpack(&package.name, &package.version, &eval_dir().join("corpus/npm-packs"), &package.dir())?;
         }
-        let tarballs = eval_dir().join("corpus/npm-packs");
-        std::fs::create_dir_all(&tarballs)?;
-        let output = Command::new("npm")
-            .args(["pack", "--silent", "--pack-destination"])
-            .arg(&tarballs)
-            .arg(format!("{}@{}", package.name, package.version))
-            .output()
-            .context("running npm pack")?;
-        if !output.status.success() {
-            bail!("npm pack {}@{} failed: {}", package.name, package.version, String::from_utf8_lossy(&output.stderr));
-        }
-        let tarball = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("").trim().to_owned();
-        let dir = package.dir();
-        std::fs::create_dir_all(&dir)?;
-        let status = Command::new("tar")
-            .arg("xzf")
-            .arg(tarballs.join(&tarball))
-            .args(["--strip-components=1", "-C"])
-            .arg(&dir)
-            .status()?;
-        if !status.success() {
-            bail!("unpacking {tarball} failed");
-        }
+    }
+    Ok(())
+}
+
+/// Vendors `crates` (name, exact version) through a scratch cargo project in `project` into `out`, one
+/// `name-version` directory each (and their dependencies).
+pub fn cargo_vendor(crates: &[(&str, &str)], project: &Path, out: &Path) -> Result<()> {
+    std::fs::create_dir_all(project)?;
+    let mut manifest = String::from(
+        "[package]\nname = \"spark-eval-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n\n[dependencies]\n",
+    );
+    for (name, version) in crates {
+        manifest.push_str(&format!("{name} = \"={version}\"\n"));
+    }
+    std::fs::write(project.join("Cargo.toml"), manifest)?;
+    std::fs::write(project.join("lib.rs"), "")?;
+    let status = Command::new("cargo")
+        .args(["vendor", "--versioned-dirs", "--quiet", "--manifest-path"])
+        .arg(project.join("Cargo.toml"))
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("running cargo vendor")?;
+    if !status.success() {
+        bail!("cargo vendor failed for {crates:?}");
+    }
+    Ok(())
+}
+
+/// `npm pack name@version` into `tarballs`, unpacked into `dir`.
+pub fn npm_unpack(name: &str, version: &str, tarballs: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(tarballs)?;
+    let output = Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(tarballs)
+        .arg(format!("{name}@{version}"))
+        .output()
+        .context("running npm pack")?;
+    if !output.status.success() {
+        bail!("npm pack {name}@{version} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let tarball = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("").trim().to_owned();
+    std::fs::create_dir_all(dir)?;
+    let status = Command::new("tar")
+        .arg("xzf")
+        .arg(tarballs.join(&tarball))
+        .args(["--strip-components=1", "-C"])
+        .arg(dir)
+        .status()?;
+    if !status.success() {
+        bail!("unpacking {tarball} failed");
     }
     Ok(())
 }

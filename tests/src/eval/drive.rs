@@ -1,7 +1,8 @@
 //! Spark driven as an editor drives it: the real `spark-lsp` binary over stdio ([`crate::LspClient`]), ghost
 //! text replayed as typing (every keystroke waits for its answer), tasks run as `workspace/executeCommand`
 //! (`spark.fix`, `spark.generateTests`, `spark.generateRegex`) whose `workspace/applyEdit` the harness applies.
-//! A server that crashes or does not answer in time is recorded as such and started again.
+//! Next-edit cases are one incremental `didChange` followed by `spark/nextEdit`. A server that crashes or does not
+//! answer in time is recorded as such and started again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,41 @@ impl Server {
         }
         self.versions.insert(uri.to_owned(), version.unwrap_or(0) + 1);
         Ok(())
+    }
+
+    /// Replaces bytes `start..end` of `text` (the open document's text) by `new_text`, as one incremental
+    /// `didChange` (UTF-16 positions: the only encoding the harness offers).
+    pub fn change(&mut self, uri: &str, text: &str, start: usize, end: usize, new_text: &str) -> Result<()> {
+        let version = self.version(uri).context("the document is open")?;
+        let (start_line, start_character) = position(text, start);
+        let (end_line, end_character) = position(text, end);
+        let client = self.ensure()?;
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": [{
+                "range": {"start": {"line": start_line, "character": start_character},
+                          "end": {"line": end_line, "character": end_character}},
+                "text": new_text,
+            }]}),
+        )?;
+        self.versions.insert(uri.to_owned(), version + 1);
+        Ok(())
+    }
+
+    /// `spark/nextEdit` at `position`: the whole response (`result` or `error`).
+    pub fn next_edit(&mut self, uri: &str, line: u32, character: u32) -> Result<Answer<Value>> {
+        self.version(uri).context("the document is open")?;
+        let client = self.ensure()?;
+        let params = json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}});
+        match client.request("spark/nextEdit", params, KEYSTROKE_TIMEOUT) {
+            Ok(response) => {
+                if std::env::var_os("SPARK_EVAL_DEBUG").is_some() {
+                    eprintln!("nextEdit {line}:{character} → {response}");
+                }
+                Ok(Answer::Got(response))
+            }
+            Err(error) => Ok(self.lost(error.to_string())),
+        }
     }
 
     pub fn close(&mut self, uri: &str) -> Result<()> {

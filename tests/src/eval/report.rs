@@ -61,9 +61,70 @@ pub struct GhostRow {
     pub correct_per_s: f64,
 }
 
+/// The next-edit row of one language (judged against the real next version: docs/eval.md).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NextEditRow {
+    pub lang: Lang,
+    pub cases: usize,
+    pub follow_up_hunks: usize,
+    pub hunks_predicted: usize,
+    pub predictions: usize,
+    pub correct: usize,
+    /// Of `correct`, those equal only once blanks are ignored.
+    pub correct_normalised: usize,
+    pub wrong: usize,
+    /// Of `wrong`, those at a follow-up's place (the right place, not the right text).
+    pub wrong_at_follow_up: usize,
+    /// Of those, the ones doing in one edit what several atomic edits of the follow-up do together.
+    pub wrong_joining_atomic_edits: usize,
+    /// Cases answered with an error (not a crash or time-out).
+    pub errors: usize,
+    pub crash_or_timeout: usize,
+    pub harness_errors: usize,
+    pub p50_ms: u64,
+    pub p95_ms: u64,
+    pub p50_ms_from_change: u64,
+    pub p95_ms_from_change: u64,
+}
+
+pub fn next_edit_rows(run: &Run) -> Vec<NextEditRow> {
+    let mut rows = Vec::new();
+    for lang in [Lang::Rust, Lang::Ts] {
+        let all: Vec<_> = run.next_edits.iter().filter(|r| r.lang == Some(lang)).collect();
+        if all.is_empty() {
+            continue;
+        }
+        let results: Vec<_> = all.iter().filter(|r| r.harness_error.is_none()).collect();
+        let answered: Vec<_> = results.iter().filter(|r| !r.crash_or_timeout).collect();
+        let mut ms: Vec<u64> = answered.iter().map(|r| r.ms).collect();
+        let mut ms_from_change: Vec<u64> = answered.iter().map(|r| r.ms_from_change).collect();
+        let sum = |f: fn(&crate::eval::run::NextEditResult) -> usize| results.iter().map(|r| f(r)).sum::<usize>();
+        rows.push(NextEditRow {
+            lang,
+            cases: results.len(),
+            follow_up_hunks: sum(|r| r.follow_ups),
+            hunks_predicted: sum(|r| r.hunks_predicted),
+            predictions: sum(|r| r.predictions),
+            correct: sum(|r| r.exact + r.normalised),
+            correct_normalised: sum(|r| r.normalised),
+            wrong: sum(|r| r.wrong),
+            wrong_at_follow_up: sum(|r| r.wrong_at_follow_up),
+            wrong_joining_atomic_edits: sum(|r| r.wrong_joining_atomic_edits),
+            errors: results.iter().filter(|r| r.error.is_some() && !r.crash_or_timeout).count(),
+            crash_or_timeout: results.iter().filter(|r| r.crash_or_timeout).count(),
+            harness_errors: all.len() - results.len(),
+            p50_ms: percentile(&mut ms, 0.5),
+            p95_ms: percentile(&mut ms, 0.95),
+            p50_ms_from_change: percentile(&mut ms_from_change, 0.5),
+            p95_ms_from_change: percentile(&mut ms_from_change, 0.95),
+        });
+    }
+    rows
+}
+
 pub fn task_rows(run: &Run) -> Vec<TaskRow> {
     let mut rows = Vec::new();
-    for task in TASKS.iter().filter(|task| **task != "ghost") {
+    for task in TASKS.iter().filter(|task| **task != "ghost" && **task != "next-edit") {
         for lang in [Lang::Rust, Lang::Ts] {
             let results: Vec<_> = run.results.iter().filter(|r| r.task == *task && r.lang == lang).collect();
             if results.is_empty() {
@@ -180,16 +241,52 @@ pub fn markdown(run: &Run) -> String {
         }
         out.push('\n');
     }
+    let next = next_edit_rows(run);
+    if !next.is_empty() {
+        out.push_str(
+            "| next edit | cases | follow-up hunks | hunks predicted (≥ 30%) | predictions | correct (of which blanks aside) | **wrong** (≤ 10%) | wrong at a follow-up (of which several atomic edits in one) | errors | crash/timeout | p50 ms | p95 ms | p50/p95 ms from didChange |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for row in &next {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} ({}) | **{}** | {} ({}) | {} | {} | {} | {} | {}/{} |\n",
+                row.lang.name(),
+                row.cases,
+                row.follow_up_hunks,
+                pct(row.hunks_predicted, row.follow_up_hunks),
+                row.predictions,
+                row.correct,
+                row.correct_normalised,
+                pct(row.wrong, row.predictions),
+                row.wrong_at_follow_up,
+                row.wrong_joining_atomic_edits,
+                row.errors,
+                row.crash_or_timeout,
+                row.p50_ms,
+                row.p95_ms,
+                row.p50_ms_from_change,
+                row.p95_ms_from_change
+            ));
+        }
+        let harness_errors: usize = next.iter().map(|row| row.harness_errors).sum();
+        if harness_errors > 0 {
+            out.push_str(&format!(
+                "\n{harness_errors} next-edit case(s) hit a harness error (see report.json); they count in no column.\n"
+            ));
+        }
+        out.push('\n');
+    }
     out
 }
 
 pub fn to_json(run: &Run) -> serde_json::Value {
     json!({"label": run.label, "model": run.model, "wall_s": run.wall_s, "tasks": task_rows(run),
-           "ghost": ghost_rows(run), "cases": run.results, "keystrokes": run.keystrokes, "spans": run.spans})
+           "ghost": ghost_rows(run), "next_edit": next_edit_rows(run), "cases": run.results,
+           "keystrokes": run.keystrokes, "spans": run.spans, "next_edits": run.next_edits})
 }
 
 /// Bars per task and language (and per model): correct, offered but wrong, crash/timeout, as % of cases
-/// (keystrokes for ghost text).
+/// (keystrokes for ghost text, predictions for next edits, whose crash/timeout bar is % of cases).
 pub fn plot(runs: &[Run], path: &Path) -> Result<()> {
     use plotters::prelude::*;
     let font = [
@@ -213,6 +310,15 @@ pub fn plot(runs: &[Run], path: &Path) -> Result<()> {
                 100.0 * row.crash_or_timeout as f64 / n,
             ));
         }
+        for row in next_edit_rows(run) {
+            let n = row.predictions.max(1) as f64;
+            bars.push((
+                format!("{short} next-edit {}", row.lang.name()),
+                100.0 * row.correct as f64 / n,
+                100.0 * row.wrong as f64 / n,
+                100.0 * row.crash_or_timeout as f64 / row.cases.max(1) as f64,
+            ));
+        }
         for row in task_rows(run) {
             let n = row.cases.max(1) as f64;
             bars.push((
@@ -228,7 +334,7 @@ pub fn plot(runs: &[Run], path: &Path) -> Result<()> {
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "spark-eval: correct / offered but wrong / crash-timeout (% of cases or keystrokes)",
+            "spark-eval: correct / offered but wrong / crash-timeout (% of cases, keystrokes or next edits)",
             ("sans-serif", 20),
         )
         .margin(15)

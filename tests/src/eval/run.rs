@@ -1,4 +1,5 @@
-//! Runs the cases through one server (one model) and scores every answer with [`super::check`].
+//! Runs the cases through one server (one model) and scores every answer with [`super::check`] (next edits with
+//! [`super::history::score`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,8 +12,12 @@ use super::check::{self, Scratch};
 use super::corpus::{Lang, Package};
 use super::drive::{self, Answer, Server};
 use super::eval_dir;
+use super::history::{self, Edit, History, NextEditCase, Verdict};
 
-pub const TASKS: [&str; 4] = ["ghost", "fix", "tests", "regex"];
+pub const TASKS: [&str; 5] = ["ghost", "fix", "tests", "regex", "next-edit"];
+
+/// Next-edit cases per package that `--quick` keeps.
+pub const QUICK_NEXT_EDIT_PER_PACKAGE: usize = 3;
 
 pub struct Options {
     pub quick: bool,
@@ -66,6 +71,54 @@ pub struct Span {
     pub supplied: usize,
 }
 
+/// One predicted edit of a next-edit answer, with its byte range in the document after the user's edit.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Predicted {
+    pub edit: Edit,
+    pub label: String,
+    pub source: String,
+    pub verdict: Verdict,
+    /// Wrong, but at a follow-up's place.
+    pub at_follow_up: bool,
+    /// Wrong, but doing in one edit what several atomic edits of a follow-up do together.
+    pub joins_atomic_edits: bool,
+}
+
+/// One next-edit case: what Spark predicted after the user's edit and how it scored against the real next version.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NextEditResult {
+    /// Always set (an `Option` so that the struct has a `Default`).
+    pub lang: Option<Lang>,
+    pub case: String,
+    pub package: String,
+    pub follow_ups: usize,
+    /// Follow-up hunks whose every atomic edit was predicted correctly.
+    pub hunks_predicted: usize,
+    pub predictions: usize,
+    /// Predictions equal to an atomic edit of a follow-up hunk.
+    pub exact: usize,
+    /// Predictions equal to one once blanks are ignored.
+    pub normalised: usize,
+    pub wrong: usize,
+    /// Of `wrong`, those at a follow-up's place (overlapping or touching one of its atomic edits).
+    pub wrong_at_follow_up: usize,
+    /// Of `wrong`, those doing in one edit what several atomic edits of a follow-up do together.
+    pub wrong_joining_atomic_edits: usize,
+    /// `spark/nextEdit` sent → its answer.
+    pub ms: u64,
+    /// The user's `didChange` sent → the answer.
+    pub ms_from_change: u64,
+    /// No answer in time, or the server died (restarted for the next case).
+    pub crash_or_timeout: bool,
+    /// The server answered with an error (its message).
+    pub error: Option<String>,
+    /// The harness itself failed on this case (counted in no column).
+    pub harness_error: Option<String>,
+    /// The document version the answer says its edits are for (the harness's is 2).
+    pub answered_version: Option<i64>,
+    pub edits: Vec<Predicted>,
+}
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Run {
     pub label: String,
@@ -73,6 +126,7 @@ pub struct Run {
     pub results: Vec<CaseResult>,
     pub keystrokes: Vec<Keystroke>,
     pub spans: Vec<Span>,
+    pub next_edits: Vec<NextEditResult>,
     pub wall_s: f64,
 }
 
@@ -102,7 +156,7 @@ pub trait HasId {
 macro_rules! has_id {
     ($($kind:ty),*) => {$(impl HasId for $kind { fn id(&self) -> &str { &self.id } })*};
 }
-has_id!(GhostCase, FixCase, TestsCase, RegexCase);
+has_id!(GhostCase, FixCase, TestsCase, RegexCase, NextEditCase);
 
 fn only<T: HasId + Clone>(items: Vec<T>, ids: &[String]) -> Vec<T> {
     if ids.is_empty() {
@@ -111,7 +165,17 @@ fn only<T: HasId + Clone>(items: Vec<T>, ids: &[String]) -> Vec<T> {
     items.into_iter().filter(|item| ids.iter().any(|id| id == item.id())).collect()
 }
 
-pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn FnMut(&str)) -> Result<Run> {
+/// What a run draws from: the corpus's cases and packages, and the next-edit histories and their cases (each may be
+/// empty when no task wants it).
+pub struct Inputs<'a> {
+    pub cases: &'a Cases,
+    pub packages: &'a [Package],
+    pub histories: &'a [History],
+    pub next_edit: &'a [NextEditCase],
+}
+
+pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Result<Run> {
+    let (cases, packages) = (inputs.cases, inputs.packages);
     let started = std::time::Instant::now();
     let logs = eval_dir().join("logs");
     std::fs::create_dir_all(&logs)?;
@@ -126,8 +190,11 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
     };
     let wants = |task: &str| options.tasks.iter().any(|wanted| wanted == task);
     let package = |name: &str| packages.iter().find(|package| package.name == name).context("a corpus package");
-    let scratches: HashMap<String, Scratch> =
-        packages.iter().map(|package| Ok((package.name.clone(), Scratch::new(package)?))).collect::<Result<_>>()?;
+    let scratches: HashMap<String, Scratch> = if wants("fix") || wants("tests") {
+        packages.iter().map(|package| Ok((package.name.clone(), Scratch::new(package)?))).collect::<Result<_>>()?
+    } else {
+        HashMap::new()
+    };
     if wants("ghost") {
         let ghost = only(by_lang(&cases.ghost, |case| case.lang, options.quick, 4), &options.only);
         for (idx, case) in ghost.iter().enumerate() {
@@ -166,9 +233,122 @@ pub fn run(cases: &Cases, packages: &[Package], options: &Options, log: &mut dyn
             run.results.push(result);
         }
     }
+    if wants("next-edit") {
+        let per_package = options.quick.then_some(QUICK_NEXT_EDIT_PER_PACKAGE);
+        let next = only(history::slice(inputs.next_edit, per_package), &options.only);
+        for (idx, case) in next.iter().enumerate() {
+            let history = inputs
+                .histories
+                .iter()
+                .find(|history| history.name == case.package)
+                .context("the case's history is in tests/eval/history.toml")?;
+            let result = next_edit_case(&mut server, history, case).unwrap_or_else(|error| NextEditResult {
+                lang: Some(case.lang),
+                case: case.id.clone(),
+                package: case.package.clone(),
+                follow_ups: case.follow_ups.len(),
+                harness_error: Some(format!("{error:#}")),
+                ..Default::default()
+            });
+            log(&format!(
+                "next-edit {}/{}: {} {} → {} of {} hunks, {} predicted ({} exact, {} blanks aside, {} wrong, {} of them at a follow-up){} ({} ms)",
+                idx + 1,
+                next.len(),
+                case.id,
+                case.file,
+                result.hunks_predicted,
+                result.follow_ups,
+                result.predictions,
+                result.exact,
+                result.normalised,
+                result.wrong,
+                result.wrong_at_follow_up,
+                match (&result.harness_error, &result.error, result.crash_or_timeout) {
+                    (Some(error), _, _) => format!(", HARNESS ERROR {error}"),
+                    (_, Some(error), _) => format!(", ERROR {error}"),
+                    (_, _, true) => ", CRASH/TIMEOUT".to_owned(),
+                    _ => String::new(),
+                },
+                result.ms
+            ));
+            run.next_edits.push(result);
+        }
+    }
     server.shutdown();
     run.wall_s = started.elapsed().as_secs_f64();
     Ok(run)
+}
+
+/// Opens the old file, makes the user's edit (one incremental `didChange`), asks `spark/nextEdit` at its end and
+/// scores the answer.
+pub fn next_edit_case(server: &mut Server, history: &History, case: &NextEditCase) -> Result<NextEditResult> {
+    let uri = drive::file_uri(&case.path(history));
+    let language_id = case.lang.language_id();
+    let document = case.document();
+    let mut result = NextEditResult {
+        lang: Some(case.lang),
+        case: case.id.clone(),
+        package: case.package.clone(),
+        follow_ups: case.follow_ups.len(),
+        ..Default::default()
+    };
+    server.set_text(&uri, language_id, &case.before)?;
+    let edit = &case.user_edit;
+    let changed = std::time::Instant::now();
+    server.change(&uri, &case.before, edit.start, edit.end, &edit.new_text)?;
+    let (line, character) = drive::position(&document, case.cursor());
+    let asked = std::time::Instant::now();
+    let answer = server.next_edit(&uri, line, character)?;
+    result.ms = asked.elapsed().as_millis() as u64;
+    result.ms_from_change = changed.elapsed().as_millis() as u64;
+    server.close(&uri)?;
+    let response = match answer {
+        Answer::CrashOrTimeout(why) => {
+            result.crash_or_timeout = true;
+            result.error = Some(why);
+            return Ok(result);
+        }
+        Answer::Got(response) => response,
+    };
+    if let Some(error) = response.get("error") {
+        result.error = Some(error["message"].as_str().unwrap_or("an error without a message").to_owned());
+        return Ok(result);
+    }
+    let answer = &response["result"];
+    result.answered_version = answer["version"].as_i64();
+    let edits = answer["edits"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let predicted: Vec<Edit> = edits.iter().map(|edit| edit_in(&document, edit)).collect();
+    let score = history::score(&document, &case.follow_ups, &predicted);
+    result.predictions = predicted.len();
+    result.hunks_predicted = score.hunks_predicted;
+    result.exact = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Exact).count();
+    result.normalised = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Normalised).count();
+    result.wrong = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Wrong).count();
+    result.wrong_at_follow_up = score.at_follow_up.iter().filter(|at| **at).count();
+    result.wrong_joining_atomic_edits = score.joins_atomic_edits.iter().filter(|joins| **joins).count();
+    result.edits = predicted
+        .into_iter()
+        .zip(edits)
+        .enumerate()
+        .map(|(idx, (edit, raw))| Predicted {
+            edit,
+            label: raw["label"].as_str().unwrap_or("").to_owned(),
+            source: raw["source"].as_str().unwrap_or("").to_owned(),
+            verdict: score.verdicts[idx],
+            at_follow_up: score.at_follow_up[idx],
+            joins_atomic_edits: score.joins_atomic_edits[idx],
+        })
+        .collect();
+    Ok(result)
+}
+
+/// An LSP `TextEdit` (UTF-16 positions) as a byte range of `document`.
+pub fn edit_in(document: &str, edit: &Value) -> Edit {
+    let point = |key: &str| {
+        let at = &edit["range"][key];
+        drive::offset(document, at["line"].as_u64().unwrap_or(0) as u32, at["character"].as_u64().unwrap_or(0) as u32)
+    };
+    Edit { start: point("start"), end: point("end"), new_text: edit["newText"].as_str().unwrap_or("").to_owned() }
 }
 
 fn verdict(result: &CaseResult) -> String {
