@@ -192,6 +192,34 @@ const MEMBER_DECLARATIONS: [&str; 5] = [
 
 const FIELD_DECLARATIONS: [&str; 3] = ["field_declaration", "public_field_definition", "property_signature"];
 
+/// Kinds whose child names a new local binding (a `let`, a parameter, a loop variable, a closure parameter).
+const BINDING_PARENTS: [&str; 14] = [
+    "let_declaration",
+    "parameter",
+    "closure_parameters",
+    "for_expression",
+    "tuple_pattern",
+    "reference_pattern",
+    "mut_pattern",
+    "variable_declarator",
+    "required_parameter",
+    "optional_parameter",
+    "for_in_statement",
+    "catch_clause",
+    "array_pattern",
+    "formal_parameters",
+];
+
+/// Whether a name leaf binds a local (its parent is a binding form and it is not the bound value's expression).
+fn is_binding(node: Node) -> bool {
+    let Some(parent) = node.parent() else { return false };
+    if !BINDING_PARENTS.contains(&parent.kind()) {
+        return false;
+    }
+    // In `let a = b;` only `a` binds; `b` is the value.
+    ["value", "body", "type"].iter().all(|field| parent.child_by_field_name(field) != Some(node))
+}
+
 /// Whether a member name is the method called (`x.len()`), not a field read.
 fn is_method_name(node: Node) -> bool {
     let Some(access) = node.parent().filter(|p| matches!(p.kind(), "field_expression" | "member_expression")) else {
@@ -255,6 +283,12 @@ fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicte
         (ITEM_KINDS.contains(&parent.kind()) || MEMBER_DECLARATIONS.contains(&parent.kind()))
             && parent.child_by_field_name("name") == Some(site)
     });
+    // A use renamed (not the declaration): a member or a type named at one use may be another one that exists
+    // elsewhere (`map.get(k)` made `map.set(k)`), so only a local binding's uses follow, and only when the old
+    // name is bound in the function (a `let`, a parameter).
+    if declared_item.is_none() && site_family != Family::Value {
+        return Vec::new();
+    }
     // A declared item's name is used across the file; any other name in the function it is in (or the file).
     let (scope, families) = match declared_item {
         Some(item) if MEMBER_DECLARATIONS.contains(&item.kind()) => (root, vec![Family::Member]),
@@ -270,6 +304,10 @@ fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicte
     };
     // A field's name in a method call (`v.len()`) names a method of some other type.
     let field = declared_item.is_some_and(|item| FIELD_DECLARATIONS.contains(&item.kind()));
+    let bound = |leaves: Vec<Node>| leaves.into_iter().any(is_binding);
+    if declared_item.is_none() && !is_binding(site) && !bound(named_leaves(scope, source, &from, &families)) {
+        return Vec::new();
+    }
     let outside = |node: &Node| {
         own.iter().all(|&(start, end)| node.end_byte() <= start || node.start_byte() >= end)
             && !(field && is_method_name(*node))

@@ -259,3 +259,27 @@ fn a_rewrite_without_a_kept_name_or_with_too_little_of_its_own_is_not_carried() 
     let case = edited(Lang::Rust, "fn f(a: u8, b: u8) {\n    g(‸-a);\n    g(-b);\n}\n", "-a", "!a");
     assert!(predicted(&case).edits.is_empty());
 }
+
+#[test]
+fn a_method_call_pointed_at_another_method_predicts_nothing() {
+    let case = edited(
+        Lang::TypeScript,
+        "class C {\n  update(key: string) {\n    this.store.‸setValue(key);\n    other.setValue(key);\n  }\n}\n",
+        "setValue",
+        "put",
+    );
+    assert_eq!(predicted(&case), Verified::default());
+}
+
+#[test]
+fn a_renamed_use_follows_only_for_a_name_bound_in_the_function() {
+    // A local bound by `let`: renaming one use renames the binding and the other uses.
+    let case = edited(Lang::Rust, "fn f() {\n    let count = 1;\n    g(‸count);\n    h(count);\n}\n", "count", "total");
+    assert_eq!(
+        applied(&case, &predicted(&case).edits),
+        "fn f() {\n    let total = 1;\n    g(total);\n    h(total);\n}\n"
+    );
+    // A name from outside the function (a constant, a function): one use may point elsewhere on purpose.
+    let case = edited(Lang::Rust, "fn f() {\n    g(‸limit);\n    h(limit);\n}\n", "limit", "other_limit");
+    assert!(predicted(&case).edits.is_empty());
+}
