@@ -389,13 +389,12 @@ fn next_edit_cases_and_scoring_on_a_hand_made_history() {
         &[Exact, Exact, Exact],
         2,
     );
-    // Both uses in one edit are not one atomic edit: wrong, and the hunk is not predicted (but told apart as doing
-    // what the two do together; a wider one that changes more is not).
-    check(vec![edit(log_at, log_at + 12, "total, total")], &[Wrong], 0);
+    // Both uses in one edit do what the hunk's two atomic edits do together: right, and the hunk is predicted;
+    // a wider one that changes more is wrong and does not count as joining them.
+    check(vec![edit(log_at, log_at + 12, "total, total")], &[Normalised], 1);
+    check(vec![edit(log_at, log_at + 12, "total, totals")], &[Wrong], 0);
     let joined = |prediction: Edit| history::score(&document, &case.follow_ups, &[prediction]).joins_atomic_edits;
-    assert_eq!(joined(edit(log_at, log_at + 12, "total,total")), [true]);
     assert_eq!(joined(edit(log_at, log_at + 12, "total, totals")), [false]);
-    assert_eq!(joined(edit(log_at, log_at + 5, "total")), [false], "right, so not a wrong one");
     // Wrong: another name, an argument without its comma or glued to its neighbour, inside the user's own edit,
     // outside every hunk, the same atomic edit twice, a range outside the document.
     check(vec![edit(last_at, last_at + 5, "totals")], &[Wrong], 0);
@@ -409,6 +408,18 @@ fn next_edit_cases_and_scoring_on_a_hand_made_history() {
     // Wrong predictions at a follow-up's place are told from the others (for reading the report).
     let score = history::score(&document, &case.follow_ups, &[edit(log_at, log_at + 12, "x"), edit(at, at + 5, "y")]);
     assert_eq!(score.at_follow_up, [true, false]);
+
+    // Part of an atomic edit, the same way: right (not wrong), but the hunk is not done; another name is wrong.
+    let partly = "fn f() {\n    let count = 1;\n    // then\n    g(count);\n}\n";
+    let after = partly.replace("let count", "let total").replace("g(count)", "g(total, 1)");
+    let case = history::case_for_file(&hand_made_history(), "src/lib.rs", partly, &after).expect("two hunks");
+    let document = case.document();
+    let use_at = document.find("g(count)").unwrap() + 2;
+    assert_eq!(case.follow_ups, vec![vec![edit(use_at, use_at + 5, "total, 1")]]);
+    let score = history::score(&document, &case.follow_ups, &[edit(use_at, use_at + 5, "total")]);
+    assert_eq!((score.verdicts, score.hunks_predicted), (vec![Verdict::Partial], 0));
+    let score = history::score(&document, &case.follow_ups, &[edit(use_at, use_at + 5, "sum")]);
+    assert_eq!(score.verdicts, [Wrong]);
 
     // A change of blanks only is matched exactly or not at all (else a no-op near it would count as right).
     let blanks = "fn f() {\n    a(1,2);\n    c();\n    b(1,2);\n}\n";
@@ -441,6 +452,7 @@ fn the_next_edit_row_counts_hunks_predictions_and_wrong_ones() {
             follow_ups,
             hunks_predicted: hunks,
             predictions: exact + normalised + wrong,
+            partial: 0,
             exact,
             normalised,
             wrong,
@@ -465,7 +477,7 @@ fn the_next_edit_row_counts_hunks_predictions_and_wrong_ones() {
     );
     assert_eq!((row.correct_normalised, row.crash_or_timeout, row.p50_ms, row.p95_ms), (1, 1, 30, 30));
     let markdown = report::markdown(&run);
-    assert!(markdown.contains("| ts | 3 | 6 | 2 (33%) | 5 | 3 (1) | **2 (40%)** | 0 (0) |"), "{markdown}");
+    assert!(markdown.contains("| ts | 3 | 6 | 2 (33%) | 5 | 3 (1, 0) | **2 (40%)** | 0 (0) |"), "{markdown}");
 }
 
 /// The histories are pinned pairs of releases, fetched, and make cases deterministically; a slice of them (one
@@ -508,7 +520,7 @@ fn next_edit_cases_come_from_pinned_releases_and_run_end_to_end() {
         assert!(!result.crash_or_timeout && result.error.is_none(), "{}: {result:?}", case.id);
         assert_eq!(result.answered_version, Some(2), "{}: answered for the version after the user's edit", case.id);
         assert_eq!(result.predictions, result.edits.len());
-        assert_eq!(result.predictions, result.exact + result.normalised + result.wrong, "{}", case.id);
+        assert_eq!(result.predictions, result.exact + result.normalised + result.partial + result.wrong, "{}", case.id);
         assert!(result.hunks_predicted <= result.follow_ups, "{}", case.id);
         // The verdicts are the scoring's own, on the same edits.
         let edits: Vec<Edit> = result.edits.iter().map(|predicted| predicted.edit.clone()).collect();

@@ -99,6 +99,12 @@ pub fn predictions(text: &str, window: Range<usize>, rewritten: &str, edit: &Edi
     }
     let pairs = changed_lines(&old_lines, &new_lines);
     if pairs.is_empty() || pairs.len() > MAX_CHANGED_LINES {
+        tracing::debug!(
+            old_lines = old_lines.len(),
+            new_lines = new_lines.len(),
+            changed = pairs.len(),
+            "next edit: the model's rewrite gives nothing (unchanged, lines added or dropped, or too many changed)"
+        );
         return Vec::new();
     }
     let (added, removed) = edit_words(edit);
@@ -117,6 +123,9 @@ pub fn predictions(text: &str, window: Range<usize>, rewritten: &str, edit: &Edi
             || old_line.iter().any(|word| removed.contains(word) && !new_words.contains(word));
         let (range, insert) = crate::tasks::narrow_rewrite(text, start..start + old_lines[old_index].len(), new_line);
         let (range, insert) = whole_words(text, range, &insert);
+        if !carries {
+            tracing::debug!(line = old_index, "next edit: a line the model changed does not carry the user's names");
+        }
         if carries {
             predicted.push(Predicted {
                 start: range.start,

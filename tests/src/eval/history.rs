@@ -405,6 +405,9 @@ pub enum Verdict {
     /// Gives the same text as an atomic edit of a follow-up hunk once blanks are ignored (the atomic edit is more
     /// than a change of blanks).
     Normalised,
+    /// Part of what an atomic edit does, the same way (`count` → `total` where the author wrote `total, 1`):
+    /// right, but its atomic edit is not done.
+    Partial,
     /// Anything else: inside the user's own hunk, outside every hunk, a different change, a second prediction of
     /// an atomic edit already predicted, a range outside the document.
     Wrong,
@@ -450,6 +453,24 @@ pub fn score(document: &str, follow_ups: &[Vec<Edit>], predicted: &[Edit]) -> Sc
                         verdict = pass;
                         break 'hunks;
                     }
+                }
+            }
+        }
+        // Several atomic edits of one hunk done at once (claimed, as right as one each), or part of one atomic
+        // edit (`count` → `total` where the author wrote `total, 1`): what the author did, on the way there.
+        if valid && verdict == Verdict::Wrong {
+            for (hunk_idx, hunk) in follow_ups.iter().enumerate() {
+                let inside: Vec<usize> = (0..hunk.len())
+                    .filter(|&i| prediction.start <= hunk[i].start && hunk[i].end <= prediction.end)
+                    .collect();
+                if joins(document, hunk, prediction) && inside.iter().all(|&i| !claimed[hunk_idx][i]) {
+                    inside.iter().for_each(|&i| claimed[hunk_idx][i] = true);
+                    verdict = Verdict::Normalised;
+                    break;
+                }
+                if hunk.iter().any(|atomic| part_of(atomic, prediction)) {
+                    verdict = Verdict::Partial;
+                    break;
                 }
             }
         }
@@ -499,6 +520,15 @@ fn joins(document: &str, hunk: &[Edit], prediction: &Edit) -> bool {
     }
     let (low, high) = widened(document, prediction.start, prediction.end);
     significant(&apply_in(document, low, high, &inside)) == significant(&apply_in(document, low, high, &[prediction]))
+}
+
+/// Whether `prediction` does part of what `atomic` does: the same text replaced by the start of what the author
+/// put there (`count` → `total` where the author wrote `total, 1`).
+fn part_of(atomic: &Edit, prediction: &Edit) -> bool {
+    (prediction.start, prediction.end) == (atomic.start, atomic.end)
+        && !prediction.new_text.trim().is_empty()
+        && prediction.new_text != atomic.new_text
+        && atomic.new_text.starts_with(&prediction.new_text)
 }
 
 /// `low..high` widened to whole words.

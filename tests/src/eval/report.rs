@@ -72,6 +72,8 @@ pub struct NextEditRow {
     pub correct: usize,
     /// Of `correct`, those equal only once blanks are ignored.
     pub correct_normalised: usize,
+    /// Of `correct`, those doing part of an atomic edit.
+    pub correct_partial: usize,
     pub wrong: usize,
     /// Of `wrong`, those at a follow-up's place (the right place, not the right text).
     pub wrong_at_follow_up: usize,
@@ -105,8 +107,9 @@ pub fn next_edit_rows(run: &Run) -> Vec<NextEditRow> {
             follow_up_hunks: sum(|r| r.follow_ups),
             hunks_predicted: sum(|r| r.hunks_predicted),
             predictions: sum(|r| r.predictions),
-            correct: sum(|r| r.exact + r.normalised),
+            correct: sum(|r| r.exact + r.normalised + r.partial),
             correct_normalised: sum(|r| r.normalised),
+            correct_partial: sum(|r| r.partial),
             wrong: sum(|r| r.wrong),
             wrong_at_follow_up: sum(|r| r.wrong_at_follow_up),
             wrong_joining_atomic_edits: sum(|r| r.wrong_joining_atomic_edits),
@@ -244,12 +247,12 @@ pub fn markdown(run: &Run) -> String {
     let next = next_edit_rows(run);
     if !next.is_empty() {
         out.push_str(
-            "| next edit | cases | follow-up hunks | hunks predicted (≥ 30%) | predictions | correct (of which blanks aside) | **wrong** (≤ 10%) | wrong at a follow-up (of which several atomic edits in one) | errors | crash/timeout | p50 ms | p95 ms | p50/p95 ms from didChange |\n\
+            "| next edit | cases | follow-up hunks | hunks predicted (≥ 30%) | predictions | correct (of which blanks aside, part of a change) | **wrong** (≤ 10%) | wrong at a follow-up (of which several atomic edits in one) | errors | crash/timeout | p50 ms | p95 ms | p50/p95 ms from didChange |\n\
              |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &next {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} ({}) | **{}** | {} ({}) | {} | {} | {} | {} | {}/{} |\n",
+                "| {} | {} | {} | {} | {} | {} ({}, {}) | **{}** | {} ({}) | {} | {} | {} | {} | {}/{} |\n",
                 row.lang.name(),
                 row.cases,
                 row.follow_up_hunks,
@@ -257,6 +260,7 @@ pub fn markdown(run: &Run) -> String {
                 row.predictions,
                 row.correct,
                 row.correct_normalised,
+                row.correct_partial,
                 pct(row.wrong, row.predictions),
                 row.wrong_at_follow_up,
                 row.wrong_joining_atomic_edits,

@@ -97,8 +97,10 @@ pub struct NextEditResult {
     pub predictions: usize,
     /// Predictions equal to an atomic edit of a follow-up hunk.
     pub exact: usize,
-    /// Predictions equal to one once blanks are ignored.
+    /// Predictions equal to one once blanks are ignored (or doing several of one hunk at once).
     pub normalised: usize,
+    /// Predictions doing part of an atomic edit, the same way.
+    pub partial: usize,
     pub wrong: usize,
     /// Of `wrong`, those at a follow-up's place (overlapping or touching one of its atomic edits).
     pub wrong_at_follow_up: usize,
@@ -323,6 +325,7 @@ pub fn next_edit_case(server: &mut Server, history: &History, case: &NextEditCas
     result.hunks_predicted = score.hunks_predicted;
     result.exact = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Exact).count();
     result.normalised = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Normalised).count();
+    result.partial = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Partial).count();
     result.wrong = score.verdicts.iter().filter(|verdict| **verdict == Verdict::Wrong).count();
     result.wrong_at_follow_up = score.at_follow_up.iter().filter(|at| **at).count();
     result.wrong_joining_atomic_edits = score.joins_atomic_edits.iter().filter(|joins| **joins).count();
