@@ -192,32 +192,29 @@ const MEMBER_DECLARATIONS: [&str; 5] = [
 
 const FIELD_DECLARATIONS: [&str; 3] = ["field_declaration", "public_field_definition", "property_signature"];
 
-/// Kinds whose child names a new local binding (a `let`, a parameter, a loop variable, a closure parameter).
-const BINDING_PARENTS: [&str; 14] = [
-    "let_declaration",
-    "parameter",
-    "closure_parameters",
-    "for_expression",
-    "tuple_pattern",
-    "reference_pattern",
-    "mut_pattern",
-    "variable_declarator",
-    "required_parameter",
-    "optional_parameter",
-    "for_in_statement",
-    "catch_clause",
-    "array_pattern",
-    "formal_parameters",
-];
+/// The item whose type parameter `site` declares (`fn f<T>`, `interface I<State = any>`), if it declares one.
+fn type_parameter_owner(site: Node) -> Option<Node> {
+    let parent = site.parent()?;
+    let list = match parent.kind() {
+        "type_parameters" => parent,
+        "type_parameter" | "constrained_type_parameter" | "optional_type_parameter" => {
+            let name = parent.child_by_field_name("name").or_else(|| parent.child_by_field_name("left"));
+            if name != Some(site) {
+                return None;
+            }
+            parent.parent().filter(|list| list.kind() == "type_parameters")?
+        }
+        _ => return None,
+    };
+    list.parent()
+}
 
-/// Whether a name leaf binds a local (its parent is a binding form and it is not the bound value's expression).
-fn is_binding(node: Node) -> bool {
-    let Some(parent) = node.parent() else { return false };
-    if !BINDING_PARENTS.contains(&parent.kind()) {
-        return false;
-    }
-    // In `let a = b;` only `a` binds; `b` is the value.
-    ["value", "body", "type"].iter().all(|field| parent.child_by_field_name(field) != Some(node))
+/// The text of the expression a member is accessed on (`this.map` in `this.map.get`).
+fn receiver_text<'s>(member: Node, source: &'s [u8]) -> Option<&'s str> {
+    let access = member.parent().filter(|p| matches!(p.kind(), "field_expression" | "member_expression"))?;
+    let object = access.child_by_field_name("object").or_else(|| access.child_by_field_name("value"))?;
+    let name = access.child_by_field_name("property").or_else(|| access.child_by_field_name("field"));
+    (name == Some(member)).then(|| object.utf8_text(source).ok()).flatten()
 }
 
 /// Whether a member name is the method called (`x.len()`), not a field read.
@@ -283,14 +280,29 @@ fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicte
         (ITEM_KINDS.contains(&parent.kind()) || MEMBER_DECLARATIONS.contains(&parent.kind()))
             && parent.child_by_field_name("name") == Some(site)
     });
-    // A use renamed (not the declaration): a member or a type named at one use may be another one that exists
-    // elsewhere (`map.get(k)` made `map.set(k)`), so only a local binding's uses follow, and only when the old
-    // name is bound in the function (a `let`, a parameter).
-    if declared_item.is_none() && site_family != Family::Value {
+    // A type parameter (`<T: Clone>`, `<State = any>`) is used in the item that declares it.
+    let generic_owner = (site_family == Family::Type).then(|| type_parameter_owner(site)).flatten();
+    // A use renamed (not the declaration): a type named at one use may be another type that exists elsewhere,
+    // so it predicts nothing; a value's other uses in the function follow (when the new name is new there).
+    // A member named at a use (`x.get(k)` made `x.set(k)`) may be another member that exists elsewhere: its
+    // other uses follow only on the same receiver (the same expression before the `.`: the same type), across the
+    // file.
+    let member_use = declared_item.is_none() && generic_owner.is_none() && site_family == Family::Member;
+    let receiver = if member_use {
+        match receiver_text(site, source) {
+            Some(receiver) => Some(receiver),
+            None => return Vec::new(),
+        }
+    } else {
+        None
+    };
+    if declared_item.is_none() && generic_owner.is_none() && site_family == Family::Type {
         return Vec::new();
     }
     // A declared item's name is used across the file; any other name in the function it is in (or the file).
     let (scope, families) = match declared_item {
+        _ if generic_owner.is_some() => (generic_owner.unwrap_or(root), vec![Family::Type]),
+        _ if member_use => (root, vec![Family::Member]),
         Some(item) if MEMBER_DECLARATIONS.contains(&item.kind()) => (root, vec![Family::Member]),
         Some(item) if item.kind().contains("function") || item.kind().contains("method") => {
             (root, vec![Family::Value, Family::Member])
@@ -304,13 +316,10 @@ fn rename(lang: Lang, text: &str, tree: &Tree, history: &[Edit]) -> Vec<Predicte
     };
     // A field's name in a method call (`v.len()`) names a method of some other type.
     let field = declared_item.is_some_and(|item| FIELD_DECLARATIONS.contains(&item.kind()));
-    let bound = |leaves: Vec<Node>| leaves.into_iter().any(is_binding);
-    if declared_item.is_none() && !is_binding(site) && !bound(named_leaves(scope, source, &from, &families)) {
-        return Vec::new();
-    }
     let outside = |node: &Node| {
         own.iter().all(|&(start, end)| node.end_byte() <= start || node.start_byte() >= end)
             && !(field && is_method_name(*node))
+            && receiver.is_none_or(|receiver| receiver_text(*node, source) == Some(receiver))
     };
     // The new name must be new here: if it is already used, the user pointed one use at another name.
     if named_leaves(scope, source, &to, &families).iter().any(outside) {

@@ -261,10 +261,21 @@ fn a_rewrite_without_a_kept_name_or_with_too_little_of_its_own_is_not_carried() 
 }
 
 #[test]
-fn a_method_call_pointed_at_another_method_predicts_nothing() {
+fn a_method_call_pointed_at_another_method_follows_on_the_same_receiver_only() {
     let case = edited(
         Lang::TypeScript,
-        "class C {\n  update(key: string) {\n    this.store.‸setValue(key);\n    other.setValue(key);\n  }\n}\n",
+        "class C {\n  update(key: string) {\n    this.store.‸setValue(key);\n    other.setValue(key);\n  }\n  reset() {\n    this.store.setValue(null);\n  }\n}\n",
+        "setValue",
+        "put",
+    );
+    assert_eq!(
+        applied(&case, &predicted(&case).edits),
+        "class C {\n  update(key: string) {\n    this.store.put(key);\n    other.setValue(key);\n  }\n  reset() {\n    this.store.put(null);\n  }\n}\n"
+    );
+    // The new name already called on that receiver: the user pointed one call at another method.
+    let case = edited(
+        Lang::TypeScript,
+        "this.store.‸setValue(1);\nthis.store.put(2);\nthis.store.setValue(3);\n",
         "setValue",
         "put",
     );
@@ -272,14 +283,40 @@ fn a_method_call_pointed_at_another_method_predicts_nothing() {
 }
 
 #[test]
-fn a_renamed_use_follows_only_for_a_name_bound_in_the_function() {
+fn a_renamed_use_renames_the_other_uses_in_its_function() {
     // A local bound by `let`: renaming one use renames the binding and the other uses.
     let case = edited(Lang::Rust, "fn f() {\n    let count = 1;\n    g(‸count);\n    h(count);\n}\n", "count", "total");
     assert_eq!(
         applied(&case, &predicted(&case).edits),
         "fn f() {\n    let total = 1;\n    g(total);\n    h(total);\n}\n"
     );
-    // A name from outside the function (a constant, a function): one use may point elsewhere on purpose.
-    let case = edited(Lang::Rust, "fn f() {\n    g(‸limit);\n    h(limit);\n}\n", "limit", "other_limit");
-    assert!(predicted(&case).edits.is_empty());
+    // A name from outside the function (a function called twice): its other calls there follow, not those in
+    // other functions.
+    let case = edited(
+        Lang::Rust,
+        "fn f() {\n    ‸old_helper(1);\n    old_helper(2);\n}\nfn g() {\n    old_helper(3);\n}\n",
+        "old_helper",
+        "new_helper",
+    );
+    assert_eq!(
+        applied(&case, &predicted(&case).edits),
+        "fn f() {\n    new_helper(1);\n    new_helper(2);\n}\nfn g() {\n    old_helper(3);\n}\n"
+    );
+}
+
+#[test]
+fn a_renamed_type_parameter_is_renamed_in_its_item_only() {
+    let case =
+        edited(Lang::TypeScript, "type Pair<‸State = any> = [State, State]\ntype Other<State> = State\n", "State", "S");
+    assert_eq!(applied(&case, &predicted(&case).edits), "type Pair<S = any> = [S, S]\ntype Other<State> = State\n");
+    let case = edited(
+        Lang::Rust,
+        "fn first<‸T: Clone>(items: &[T]) -> T {\n    items[0].clone()\n}\nstruct T;\n",
+        "T",
+        "Item",
+    );
+    assert_eq!(
+        applied(&case, &predicted(&case).edits),
+        "fn first<Item: Clone>(items: &[Item]) -> Item {\n    items[0].clone()\n}\nstruct T;\n"
+    );
 }
