@@ -103,31 +103,58 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
 }
 
 pub fn manifest_text() -> Result<String> {
-    std::fs::read_to_string(workspace_root().join("tests/eval/corpus.toml")).context("reading tests/eval/corpus.toml")
+    read_manifest_text("tests/eval/corpus.toml")
+}
+
+pub fn read_manifest_text(relative: &str) -> Result<String> {
+    std::fs::read_to_string(workspace_root().join(relative)).with_context(|| format!("reading {relative}"))
+}
+
+/// The `[[crate]]` and `[[npm]]` tables of a manifest (`tests/eval/*.toml`): each with its language and a reader
+/// of its string fields (an error names the missing one). A name reserved for outside checking is an error.
+pub fn manifest_entries(relative: &str) -> Result<Vec<(Lang, Entry)>> {
+    let document: toml_edit::DocumentMut = read_manifest_text(relative)?.parse().context(relative.to_owned())?;
+    let mut entries = Vec::new();
+    for (key, lang) in [("crate", Lang::Rust), ("npm", Lang::Ts)] {
+        let Some(tables) = document.get(key).and_then(|item| item.as_array_of_tables()) else { continue };
+        for table in tables.iter() {
+            let fields =
+                table.iter().filter_map(|(name, item)| Some((name.to_owned(), item.as_str()?.to_owned()))).collect();
+            let entry = Entry { place: format!("{key} in {relative}"), fields };
+            let name = entry.field("name")?;
+            if FORBIDDEN.contains(&name.as_str()) {
+                bail!("{name} is reserved for outside checking and may not be in {relative}");
+            }
+            entries.push((lang, entry));
+        }
+    }
+    Ok(entries)
+}
+
+/// One table of a manifest.
+pub struct Entry {
+    place: String,
+    fields: Vec<(String, String)>,
+}
+
+impl Entry {
+    pub fn field(&self, name: &str) -> Result<String> {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .with_context(|| format!("{}: no string `{name}`", self.place))
+    }
 }
 
 /// The packages of `tests/eval/corpus.toml`.
 pub fn manifest() -> Result<Vec<Package>> {
-    let document: toml_edit::DocumentMut = manifest_text()?.parse().context("tests/eval/corpus.toml")?;
-    let mut packages = Vec::new();
-    for (key, lang) in [("crate", Lang::Rust), ("npm", Lang::Ts)] {
-        let Some(tables) = document.get(key).and_then(|item| item.as_array_of_tables()) else { continue };
-        for table in tables.iter() {
-            let field = |name: &str| {
-                table
-                    .get(name)
-                    .and_then(|item| item.as_str())
-                    .map(str::to_owned)
-                    .with_context(|| format!("{key}.{name}"))
-            };
-            let package = Package { lang, name: field("name")?, version: field("version")?, why: field("why")? };
-            if FORBIDDEN.iter().any(|forbidden| package.name == *forbidden) {
-                bail!("{} is reserved for outside checking and may not be in the corpus", package.name);
-            }
-            packages.push(package);
-        }
-    }
-    Ok(packages)
+    manifest_entries("tests/eval/corpus.toml")?
+        .into_iter()
+        .map(|(lang, entry)| {
+            Ok(Package { lang, name: entry.field("name")?, version: entry.field("version")?, why: entry.field("why")? })
+        })
+        .collect()
 }
 
 /// Fetches what is missing: crates with `cargo vendor`, packages with `npm pack`.

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use similar::{Algorithm, DiffTag};
 
-use super::corpus::{self, Lang, FORBIDDEN};
+use super::corpus::{self, Lang};
 use super::{eval_dir, fingerprint, Rng, SEED};
-use crate::workspace_root;
 
 /// Bump when the way cases are drawn changes.
 pub const GENERATOR: &str = "next-edit-v1";
@@ -56,32 +55,23 @@ impl History {
 }
 
 pub fn manifest_text() -> Result<String> {
-    std::fs::read_to_string(workspace_root().join("tests/eval/history.toml")).context("reading tests/eval/history.toml")
+    corpus::read_manifest_text("tests/eval/history.toml")
 }
 
 /// The pairs of `tests/eval/history.toml`.
 pub fn manifest() -> Result<Vec<History>> {
-    let document: toml_edit::DocumentMut = manifest_text()?.parse().context("tests/eval/history.toml")?;
-    let mut histories = Vec::new();
-    for (key, lang) in [("crate", Lang::Rust), ("npm", Lang::Ts)] {
-        let Some(tables) = document.get(key).and_then(|item| item.as_array_of_tables()) else { continue };
-        for table in tables.iter() {
-            let field = |name: &str| {
-                table
-                    .get(name)
-                    .and_then(|item| item.as_str())
-                    .map(str::to_owned)
-                    .with_context(|| format!("{key}.{name} in tests/eval/history.toml"))
-            };
-            let history =
-                History { lang, name: field("name")?, old: field("old")?, new: field("new")?, why: field("why")? };
-            if FORBIDDEN.iter().any(|forbidden| history.name == *forbidden) {
-                bail!("{} is reserved for outside checking and may not be in the histories", history.name);
-            }
-            histories.push(history);
-        }
-    }
-    Ok(histories)
+    corpus::manifest_entries("tests/eval/history.toml")?
+        .into_iter()
+        .map(|(lang, entry)| {
+            Ok(History {
+                lang,
+                name: entry.field("name")?,
+                old: entry.field("old")?,
+                new: entry.field("new")?,
+                why: entry.field("why")?,
+            })
+        })
+        .collect()
 }
 
 /// Fetches what is missing: one scratch cargo project per crate version (`cargo vendor`), `npm pack` per package
