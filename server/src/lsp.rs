@@ -95,7 +95,7 @@ impl Spark {
         let TextDocumentPositionParams { text_document, position } = params.text_document_position;
         let predicted = self
             .workspace()
-            .and_then(|workspace| workspace.next_edits(text_document.uri.as_str(), Some(to_lsp(position))))
+            .and_then(|workspace| workspace.next_edits_cached(text_document.uri.as_str(), Some(to_lsp(position))))
             .and_then(|found| next_edit::inline_item(&found, position));
         if let Some(item) = predicted {
             return Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items: vec![item] })));

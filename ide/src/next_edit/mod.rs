@@ -38,9 +38,15 @@ pub enum Refusal {
     OutOfRange,
 }
 
+/// Past this size a document gets no next edits: the rules read the whole text and every check reparses it.
+pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+
 /// The checked predictions for the document `text` (parsed as `tree`) after the edits in `history`.
 pub fn next_edits(lang: Lang, text: &str, tree: &Tree, history: &EditHistory) -> Verified {
     let Some(edit) = history.last() else { return Verified::default() };
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Verified::default();
+    }
     let mut edits: Vec<Predicted> = predict::predict(lang, text, tree, history.edits())
         .into_iter()
         .filter(|predicted| match check(lang, text, tree, edit, std::slice::from_ref(predicted)) {

@@ -10,6 +10,16 @@ use super::history::Edit;
 /// Predictions from one edit are capped: a rename with hundreds of uses is a refactoring tool's job.
 pub const MAX_PREDICTIONS: usize = 32;
 
+/// How far a rule climbs from the edit towards the root: each step costs the tree's depth (tree-sitter finds a
+/// parent from the root down), and a pathological nesting must not stall a request.
+const MAX_CLIMB: usize = 48;
+
+/// The node's parent, while `steps` (counted down) lasts.
+fn climb<'t>(node: Node<'t>, steps: &mut usize) -> Option<Node<'t>> {
+    *steps = steps.checked_sub(1)?;
+    node.parent()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// Other uses of a name the user renamed.
@@ -385,6 +395,7 @@ fn call_arguments(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predi
     let root = tree.root_node();
     let Some(mut node) = root.descendant_for_byte_range(edit.start, edit.end()) else { return Vec::new() };
     // The innermost call whose argument list holds the whole edit.
+    let mut steps = MAX_CLIMB;
     let call = loop {
         if CALL_KINDS.contains(&node.kind()) {
             if let Some(list) = node.child_by_field_name("arguments") {
@@ -393,7 +404,7 @@ fn call_arguments(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predi
                 }
             }
         }
-        match node.parent() {
+        match climb(node, &mut steps) {
             Some(parent) => node = parent,
             None => return Vec::new(),
         }
@@ -470,6 +481,7 @@ fn call_arguments(lang: Lang, text: &str, tree: &Tree, edit: &Edit) -> Vec<Predi
 /// The call that starts at `start` with its argument list at `list_start` (the text before both is unchanged).
 fn call_at(root: Node<'_>, start: usize, list_start: usize) -> Option<Node<'_>> {
     let mut node = root.descendant_for_byte_range(list_start, list_start)?;
+    let mut steps = MAX_CLIMB;
     loop {
         let list = node.child_by_field_name("arguments");
         if CALL_KINDS.contains(&node.kind())
@@ -478,7 +490,7 @@ fn call_at(root: Node<'_>, start: usize, list_start: usize) -> Option<Node<'_>> 
         {
             return Some(node);
         }
-        node = node.parent()?;
+        node = climb(node, &mut steps)?;
     }
 }
 
@@ -522,8 +534,9 @@ fn siblings(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
     }
     let root = tree.root_node();
     let Some(mut node) = root.descendant_for_byte_range(edit.start, edit.end()) else { return Vec::new() };
+    let mut steps = MAX_CLIMB;
     let item = loop {
-        let Some(parent) = node.parent() else { return Vec::new() };
+        let Some(parent) = climb(node, &mut steps) else { return Vec::new() };
         if LIST_KINDS.contains(&parent.kind()) && node.is_named() && !node.kind().contains("comment") {
             break node;
         }
@@ -691,8 +704,9 @@ fn pattern(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
     let (from, to) = (start + changed_from, start + changed_to);
     let (low, high) = if from == to { (from.saturating_sub(1), (to + 1).min(text.len())) } else { (from, to) };
     let Some(mut node) = root.descendant_for_byte_range(low, high) else { return Vec::new() };
+    let mut steps = MAX_CLIMB;
     while !node.is_named() {
-        let Some(parent) = node.parent() else { return Vec::new() };
+        let Some(parent) = climb(node, &mut steps) else { return Vec::new() };
         node = parent;
     }
     let (node_start, node_end) = (node.start_byte(), node.end_byte());
@@ -756,11 +770,13 @@ fn pattern(text: &str, tree: &Tree, edit: &Edit) -> Vec<Predicted> {
         });
         let (from, to) = (candidate[0].0, candidate[candidate.len() - 1].0 + candidate[candidate.len() - 1].1.len());
         // Whole words only, outside the user's edit, in code (not a comment or a string).
-        let in_code = root.descendant_for_byte_range(from, to).is_some_and(|node| {
-            !node.kind().contains("comment") && !node.kind().contains("string") && !node.kind().contains("char")
-        });
+        let in_code = || {
+            root.descendant_for_byte_range(from, to).is_some_and(|node| {
+                !node.kind().contains("comment") && !node.kind().contains("string") && !node.kind().contains("char")
+            })
+        };
         let whole = from == 0 || !is_word_byte(text.as_bytes()[from - 1]);
-        if matches && in_code && whole && (to <= user_from || from >= user_to) {
+        if matches && whole && (to <= user_from || from >= user_to) && in_code() {
             let carried: String = lex(replacement)
                 .into_iter()
                 .map(|(_, token)| names.iter().find(|(name, _)| *name == token).map_or(token, |(_, to)| to))

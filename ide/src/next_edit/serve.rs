@@ -60,6 +60,28 @@ impl Workspace {
         Some(self.answer(&document, &shown, position))
     }
 
+    /// What was already computed for the document's current revision (by a pause's push, a code action or a
+    /// request), else nothing: for the keystroke path, which must not compute it.
+    pub fn next_edits_cached(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        let settings = self.settings();
+        if !settings.next_edit.enabled || settings.is_excluded(uri) {
+            return None;
+        }
+        let (verified, complete) = {
+            let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let (u, revision, verified, complete) = cache.as_ref()?;
+            if u != uri || *revision != document.revision {
+                return None;
+            }
+            (verified.clone(), *complete)
+        };
+        if settings.verify.compile && !complete {
+            return None;
+        }
+        Some(self.answer(&document, &verified, position))
+    }
+
     /// The rules' result for the document's revision: cached, else computed (and cached, complete when neither
     /// the model nor the execution check is left to run).
     fn predicted(&self, uri: &str, document: &Document, settings: &Settings) -> (Arc<Verified>, bool) {

@@ -320,3 +320,17 @@ fn a_renamed_type_parameter_is_renamed_in_its_item_only() {
         "fn first<Item: Clone>(items: &[Item]) -> Item {\n    items[0].clone()\n}\nstruct T;\n"
     );
 }
+
+#[test]
+fn a_huge_or_deeply_nested_document_gets_an_answer_without_stalling() {
+    // Over the size limit a rename that would apply predicts nothing: the rules read the whole text.
+    let filler = "// filler line of a generated file, nothing to rename here\n".repeat(MAX_DOCUMENT_BYTES / 56);
+    let case =
+        edited(Lang::Rust, &format!("fn f() {{\n    let ‸count = 1;\n    g(count);\n}}\n{filler}"), "count", "total");
+    assert!(case.text.len() > MAX_DOCUMENT_BYTES);
+    assert!(predicted(&case).edits.is_empty());
+    // 20,000 nested blocks around the edit: every rule climbs a bounded number of steps from it.
+    let deep = format!("fn f() {{\n{}let ‸a = b(c);{}\n}}\n", "{".repeat(20_000), "}".repeat(20_000));
+    let case = edited(Lang::Rust, &deep, "b(c)", "b(c, d)");
+    assert!(predicted(&case).edits.is_empty());
+}
