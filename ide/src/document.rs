@@ -221,7 +221,15 @@ mod tests {
                 prop_assert_eq!(report, ChangeReport::default());
                 prop_assert_eq!(document.text(), reference.clone());
                 let fresh = crate::parse::rope(lang, &Rope::from_str(&reference), None).unwrap();
-                prop_assert_eq!(document.tree.as_ref().unwrap().root_node().to_sexp(), fresh.root_node().to_sexp());
+                let incremental = document.tree.as_ref().unwrap().root_node();
+                if fresh.root_node().has_error() {
+                    // Error recovery after an edit may place ERROR nodes otherwise than a fresh parse does
+                    // (tree-sitter promises the same tree for text it can parse, not the same recovery): both
+                    // must still see an error.
+                    prop_assert!(incremental.has_error(), "{}", incremental.to_sexp());
+                } else {
+                    prop_assert_eq!(incremental.to_sexp(), fresh.root_node().to_sexp());
+                }
             }
         }
     }
