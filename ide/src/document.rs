@@ -97,7 +97,12 @@ impl Document {
 
     /// Replaces bytes `start..end` (character boundaries) with `text`, and tells the tree.
     fn replace(&mut self, start: usize, end: usize, text: &str) {
-        let removed = self.rope.byte_slice(start..end).to_string();
+        // The history takes only small changes: a huge one is not copied on the input path, it resets the history.
+        let removed = if end - start + text.len() <= crate::next_edit::history::MAX_EDIT_BYTES {
+            Some(self.rope.byte_slice(start..end).to_string())
+        } else {
+            None
+        };
         let start_point = self.point(start);
         let old_end_point = self.point(end);
         let start_char = self.rope.byte_to_char(start);
@@ -105,7 +110,10 @@ impl Document {
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, text);
         let new_end = start + text.len();
-        self.edits.record(start, &removed, text, &self.rope);
+        match &removed {
+            Some(removed) => self.edits.record(start, removed, text, &self.rope),
+            None => self.edits.clear(),
+        }
         let new_end_point = self.point_of(new_end);
         if let Some(tree) = &mut self.tree {
             tree.edit(&InputEdit {
