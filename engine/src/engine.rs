@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
 use crate::gguf::{self, GgufError};
-use crate::memory::{self, MemoryEstimate};
+use crate::memory::{self, KvKeys, MemoryEstimate};
 use crate::model_info::ModelInfo;
 use crate::session::{Completion, CompletionRequest, CompletionStats, Session, StopReason};
 use crate::suggestion_cache::{CacheHit, SuggestionCache};
@@ -39,6 +39,8 @@ pub struct EngineConfig {
     /// evaluates a batch with other kernels than a single token, and on a near tie the output can differ from
     /// plain greedy decoding; see `local::SURE_MARGIN`).
     pub speculative: bool,
+    /// How the KV cache stores keys (`model.kvCacheKeys`, default 8-bit).
+    pub kv_keys: KvKeys,
 }
 
 impl EngineConfig {
@@ -52,6 +54,7 @@ impl EngineConfig {
             reuse: true,
             kv_slots: None,
             speculative: false,
+            kv_keys: KvKeys::default(),
         }
     }
 }
@@ -396,8 +399,8 @@ fn check_model(path: &Path, config: &EngineConfig) -> Result<CheckedModel, Engin
     // Extra slots take at most half of the memory available now (the editor and the build need the rest), all
     // of an explicit limit.
     let budget = limit.map(|(limit_mib, source)| if source == "model.maxMemoryMb" { limit_mib } else { limit_mib / 2 });
-    let n_slots = memory::choose_slots(config.kv_slots, metadata.len(), &summary, n_ctx, budget);
-    let estimate = memory::estimate(metadata.len(), &summary, n_ctx, n_slots);
+    let n_slots = memory::choose_slots(config.kv_slots, metadata.len(), &summary, n_ctx, config.kv_keys, budget);
+    let estimate = memory::estimate(metadata.len(), &summary, n_ctx, n_slots, config.kv_keys);
     tracing::info!(needs = %estimate, limit_mib = ?limit.map(|(limit_mib, _)| limit_mib), "memory estimate");
     if let Some((limit_mib, source)) = limit.filter(|(limit_mib, _)| estimate.total_mib() > *limit_mib) {
         return Err(EngineError::DoesNotFit {
@@ -860,9 +863,10 @@ mod tests {
         };
         let engine = Engine::start(config(100));
         let error = engine.wait_ready().await.unwrap_err();
-        // The context is capped at the 32768 tokens the model was trained for: 18 layers x 512 x 2 bytes each.
+        // The context is capped at the 32768 tokens the model was trained for: 18 layers x (256 8-bit keys in 272
+        // bytes + 256 f16 values) each.
         let EngineError::DoesNotFit { estimate, limit_mib: 100, .. } = &error else { panic!("{error}") };
-        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 576));
+        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 441));
         let message = error.to_string();
         assert!(message.contains("with contextSize 32768") && message.contains("lower model.contextSize"), "{message}");
         // A limit that fits passes the check; this header-only file then fails in llama.cpp instead.

@@ -19,7 +19,7 @@ pub mod suggestion_cache;
 
 pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource, RecentCall, RECENT_CAP};
 pub use error::EngineError;
-pub use memory::MemoryEstimate;
+pub use memory::{KvKeys, MemoryEstimate};
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
 pub use postprocess::StopMode;
 pub use remote::{

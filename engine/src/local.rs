@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -15,7 +15,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::error::EngineError;
-use crate::memory::{MemoryEstimate, N_BATCH};
+use crate::memory::{KvKeys, MemoryEstimate, N_BATCH};
 use crate::model_info::{FimFamily, ModelInfo};
 use crate::session::{LanguageModel, Sampling, Token, Verified};
 
@@ -151,6 +151,10 @@ impl<'m> LlamaLm<'m> {
             .with_n_ubatch(batch_capacity as u32)
             .with_n_threads(n_threads)
             .with_n_threads_batch(n_threads);
+        let params = match estimate.keys {
+            KvKeys::Q8_0 => params.with_type_k(KvCacheType::Q8_0),
+            KvKeys::F16 => params.with_type_k(KvCacheType::F16),
+        };
         let context = model.new_context(backend, params).map_err(|error| EngineError::ContextAllocation {
             path: info.path.clone(),
             estimate: *estimate,

@@ -169,16 +169,79 @@ pub struct Verified {
 /// cached, so a cancelled cold prompt still warms the cache for the next keystroke. 64 tokens take ~0.2 s on
 /// two cores with the default model: the longest a keystroke waits behind background work.
 const PROMPT_CHUNK: usize = 64;
-/// Background work evaluates smaller chunks: a keystroke arriving meanwhile waits for at most one of them.
+/// Background work evaluates smaller chunks: a keystroke arriving meanwhile waits for at most one of them. A chunk
+/// is sized from the measured cost per prompt token to take about `BACKGROUND_CHUNK_TIME` (a bigger model gets
+/// fewer tokens per chunk), and is never longer than `BACKGROUND_PROMPT_CHUNK`.
 const BACKGROUND_PROMPT_CHUNK: usize = 16;
+const BACKGROUND_CHUNK_TIME: Duration = Duration::from_millis(30);
 /// The smallest chunk worth starting before a deadline (smaller ones cost more per token).
 const MIN_PROMPT_CHUNK: usize = 16;
 /// A slot is filled from another one (a copy of its sequence) when that saves at least this many prompt tokens.
 const MIN_COPY_GAIN: usize = 32;
-/// Speculative decoding: the longest draft, and the n-gram sizes looked up (longest first).
-const MAX_DRAFT: usize = 8;
+/// Speculative decoding: the longest and shortest draft, and the n-gram sizes looked up (longest first).
+const MAX_DRAFT: usize = 16;
+const MIN_DRAFT: usize = 2;
+/// While drafting costs more per token than plain decoding, it is tried again after this many chances.
+const DRAFT_RETRY_AFTER: u32 = 16;
 const NGRAM_MAX: usize = 4;
 const NGRAM_MIN: usize = 2;
+
+/// Whether prompt-lookup drafts pay on this machine and model, from what they cost: the time per generated token
+/// of plain decoding and of verified drafts (moving averages, in microseconds). A draft is verified in one batch,
+/// and a batch of n tokens costs far more than one token where a few cores are already busy with one (measured
+/// on 2 cores: 9 tokens with their logits cost 3.7 single steps for Gemma 3 270M, 8.8 for Qwen2.5-Coder 1.5B), so
+/// drafting stops while it is the slower way, is tried again now and then, and a draft's length follows how much
+/// of the last one the model accepted.
+#[derive(Debug, Clone, Copy)]
+struct DraftPolicy {
+    plain_us: Option<f64>,
+    drafted_us: Option<f64>,
+    /// Drafting chances passed up since drafting last ran.
+    skipped: u32,
+    /// The next draft's length.
+    len: usize,
+}
+
+impl DraftPolicy {
+    fn new() -> Self {
+        DraftPolicy { plain_us: None, drafted_us: None, skipped: 0, len: MAX_DRAFT / 2 }
+    }
+
+    /// Whether to verify a draft now (a draft was found).
+    fn should_draft(&mut self) -> bool {
+        match (self.plain_us, self.drafted_us) {
+            (Some(plain), Some(drafted)) if drafted > plain => {
+                self.skipped += 1;
+                if self.skipped >= DRAFT_RETRY_AFTER {
+                    self.skipped = 0;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => true,
+        }
+    }
+
+    fn average(old: Option<f64>, new: f64) -> Option<f64> {
+        Some(old.map_or(new, |old| (old * 3.0 + new) / 4.0))
+    }
+
+    fn record_plain(&mut self, elapsed: Duration) {
+        self.plain_us = Self::average(self.plain_us, elapsed.as_secs_f64() * 1e6);
+    }
+
+    /// A verified draft: the batch took `elapsed` and put `1 + accepted` tokens of the answer in the cache.
+    fn record_draft(&mut self, elapsed: Duration, drafted: usize, accepted: usize) {
+        let per_token = elapsed.as_secs_f64() * 1e6 / (1 + accepted) as f64;
+        self.drafted_us = Self::average(self.drafted_us, per_token);
+        if accepted == drafted {
+            self.len = (self.len * 2).min(MAX_DRAFT);
+        } else if accepted * 2 < drafted {
+            self.len = (self.len / 2).max(MIN_DRAFT);
+        }
+    }
+}
 
 /// One KV sequence: the tokens it holds (exactly what the model's sequence holds), whose it is, when it was used.
 #[derive(Debug, Clone, Default)]
@@ -198,12 +261,21 @@ pub struct Session<M> {
     clock: u64,
     /// Measured time to evaluate one prompt token (a moving average over chunks), to size chunks to deadlines.
     prompt_cost: Option<Duration>,
+    drafts: DraftPolicy,
 }
 
 impl<M: LanguageModel> Session<M> {
     pub fn new(model: M, fim: Option<FimTemplate>) -> Self {
         let slots = vec![Slot::default(); model.n_seq().max(1)];
-        Session { model, fim, speculative: false, slots, clock: 0, prompt_cost: None }
+        Session { model, fim, speculative: false, slots, clock: 0, prompt_cost: None, drafts: DraftPolicy::new() }
+    }
+
+    /// Prompt tokens per background chunk: what fits `BACKGROUND_CHUNK_TIME` at the measured cost per token.
+    fn background_chunk(&self) -> usize {
+        let fits = self.prompt_cost.map_or(BACKGROUND_PROMPT_CHUNK, |per_token| {
+            usize::try_from(BACKGROUND_CHUNK_TIME.as_micros() / per_token.as_micros().max(1)).unwrap_or(usize::MAX)
+        });
+        fits.clamp(1, BACKGROUND_PROMPT_CHUNK)
     }
 
     /// Tokens in the KV cache of slot 0, in order (the single-slot view).
@@ -326,14 +398,14 @@ impl<M: LanguageModel> Session<M> {
             let fits = self.prompt_cost.map_or(PROMPT_CHUNK, |per_token| {
                 usize::try_from(left.as_micros() * 2 / (per_token.as_micros().max(1) * 3)).unwrap_or(usize::MAX)
             });
-            let least = MIN_PROMPT_CHUNK.min(tokens.len() - next);
+            let least = if request.background { 1 } else { MIN_PROMPT_CHUNK.min(tokens.len() - next) };
             // A request that has evaluated nothing yet evaluates one small chunk all the same: the estimate may be
             // stale (the first chunk after loading a model pays for buffer set-up), and only a new measurement
             // corrects it. Without this, one slow chunk stalled every later keystroke at zero progress.
             if left.is_zero() || (fits < least && stats.n_decoded > 0) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
             }
-            let chunk_cap = if request.background { BACKGROUND_PROMPT_CHUNK } else { PROMPT_CHUNK };
+            let chunk_cap = if request.background { self.background_chunk() } else { PROMPT_CHUNK };
             let chunk = &tokens[next..(next + fits.max(least).min(chunk_cap)).min(tokens.len())];
             let first_pos = self.slots[seq].tokens.len();
             let chunk_started = Instant::now();
@@ -443,17 +515,24 @@ impl<M: LanguageModel> Session<M> {
             }
             if !in_cache {
                 let room = n_ctx.saturating_sub(pos + 2).min(request.max_tokens.saturating_sub(stats.n_generated + 1));
-                let draft = if speculate && may_draft {
-                    draft_tokens(&self.slots[seq].tokens, token, room.min(MAX_DRAFT))
+                let mut draft = if speculate && may_draft {
+                    draft_tokens(&self.slots[seq].tokens, token, room.min(self.drafts.len))
                 } else {
                     Vec::new()
                 };
+                if !draft.is_empty() && !self.drafts.should_draft() {
+                    draft.clear();
+                }
+                let step_started = Instant::now();
                 if draft.is_empty() {
                     if let Err(error) = self.model.decode(seq, &[token], pos) {
                         self.reset_slot(seq);
                         return Err(error);
                     }
                     self.slots[seq].tokens.push(token);
+                    if speculate {
+                        self.drafts.record_plain(step_started.elapsed());
+                    }
                 } else {
                     let mut batch = Vec::with_capacity(draft.len() + 1);
                     batch.push(token);
@@ -472,6 +551,7 @@ impl<M: LanguageModel> Session<M> {
                         .count();
                     stats.n_drafted += draft.len();
                     stats.n_accepted += n_accepted;
+                    self.drafts.record_draft(step_started.elapsed(), draft.len(), n_accepted);
                     self.slots[seq].tokens.extend_from_slice(&batch);
                     // The rejected tail leaves the cache; the model's choice after the accepted prefix comes next.
                     match predicted.get(n_accepted).filter(|next| next.sure) {
@@ -1067,6 +1147,39 @@ mod tests {
         assert!(quick.stats.n_drafted > 0 && quick.stats.n_accepted > 0, "{:?}", quick.stats);
         assert_eq!(fast.cached_tokens(), plain.cached_tokens());
         assert_eq!(fast.cached_tokens(), fast.model.caches[0].as_slice());
+    }
+
+    #[test]
+    fn drafting_stops_while_it_costs_more_per_token_and_is_tried_again() {
+        let mut policy = DraftPolicy::new();
+        assert!(policy.should_draft(), "nothing measured yet: try");
+        policy.record_plain(Duration::from_millis(10));
+        // A draft of 8 with 1 accepted: 40 ms for 2 tokens is 20 ms a token, twice plain decoding.
+        policy.record_draft(Duration::from_millis(40), 8, 1);
+        let chances: Vec<bool> = (0..DRAFT_RETRY_AFTER).map(|_| policy.should_draft()).collect();
+        assert_eq!(chances.iter().filter(|draft| **draft).count(), 1, "one retry in {DRAFT_RETRY_AFTER} chances");
+        assert!(chances.last().copied().unwrap_or(false), "the retry comes after the chances passed up");
+        // Drafts that are cheaper per token than plain decoding are used every time.
+        for _ in 0..8 {
+            policy.record_draft(Duration::from_millis(30), 8, 8);
+        }
+        assert!((0..4).all(|_| policy.should_draft()));
+    }
+
+    #[test]
+    fn a_draft_grows_while_accepted_whole_and_shrinks_when_mostly_rejected() {
+        let mut policy = DraftPolicy::new();
+        assert_eq!(policy.len, MAX_DRAFT / 2);
+        policy.record_draft(Duration::from_millis(1), policy.len, policy.len);
+        assert_eq!(policy.len, MAX_DRAFT);
+        policy.record_draft(Duration::from_millis(1), MAX_DRAFT, MAX_DRAFT);
+        assert_eq!(policy.len, MAX_DRAFT, "capped");
+        policy.record_draft(Duration::from_millis(1), MAX_DRAFT, 10);
+        assert_eq!(policy.len, MAX_DRAFT, "more than half accepted: kept");
+        for _ in 0..8 {
+            policy.record_draft(Duration::from_millis(1), policy.len, 0);
+        }
+        assert_eq!(policy.len, MIN_DRAFT, "floored");
     }
 
     #[test]

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
         let n_ctx = memory::effective_n_ctx(131_072, summary.n_ctx_train);
         // Any slot count the settings allow (model.kvSlots) must not overflow either.
         let n_slots = data.first().map_or(1, |byte| u32::from(*byte % 16) + 1);
-        let estimate = memory::estimate(data.len() as u64, &summary, n_ctx, n_slots);
+        let estimate = memory::estimate(data.len() as u64, &summary, n_ctx, n_slots, memory::KvKeys::Q8_0);
         assert!(estimate.total_mib() >= estimate.kv_cache_mib);
     }
 });

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use spark_engine::{EngineConfig, ModelSource};
+use spark_engine::{EngineConfig, KvKeys, ModelSource};
 
 /// A task's route, as the configuration names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -183,6 +183,8 @@ pub struct ModelSettings {
     /// Prompt-lookup speculative decoding for greedy requests (default off: on a near tie its output can differ
     /// from plain greedy decoding, because llama.cpp rounds a batch differently from a single token).
     pub speculative: Option<bool>,
+    /// How the KV cache stores keys: `q8_0` (default; a quarter less KV memory) or `f16`.
+    pub kv_cache_keys: Option<String>,
 }
 
 /// The default of `inline.minConfidence`, chosen by the evaluation's sweep (docs/eval.md): at 0.25 the default
@@ -241,6 +243,13 @@ impl Settings {
         }
         let settings: Settings =
             serde_json::from_value(value.clone()).map_err(|error| format!("invalid Spark settings: {error}"))?;
+        if let Some(keys) = settings.model.kv_cache_keys.as_deref() {
+            if KvKeys::parse(keys).is_none() {
+                return Err(format!(
+                    "invalid Spark settings: model.kvCacheKeys must be \"q8_0\" or \"f16\", got {keys:?}"
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&settings.inline.min_confidence) {
             return Err(format!(
                 "invalid Spark settings: inline.minConfidence must be between 0 and 1, got {}",
@@ -258,6 +267,7 @@ impl Settings {
             reuse: self.model.reuse.unwrap_or(true),
             kv_slots: self.model.kv_slots.filter(|slots| *slots > 0),
             speculative: self.model.speculative.unwrap_or(false),
+            kv_keys: self.model.kv_cache_keys.as_deref().and_then(KvKeys::parse).unwrap_or_default(),
             ..EngineConfig::new(
                 resolve_model(self.model.path.as_deref()),
                 self.model.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
