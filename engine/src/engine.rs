@@ -39,7 +39,7 @@ pub struct EngineConfig {
     /// evaluates a batch with other kernels than a single token, and on a near tie the output can differ from
     /// plain greedy decoding; see `local::SURE_MARGIN`).
     pub speculative: bool,
-    /// How the KV cache stores keys (`model.kvCacheKeys`, default 8-bit).
+    /// How the KV cache stores keys (`model.kvCacheKeys`, default f16).
     pub kv_keys: KvKeys,
 }
 
@@ -863,10 +863,9 @@ mod tests {
         };
         let engine = Engine::start(config(100));
         let error = engine.wait_ready().await.unwrap_err();
-        // The context is capped at the 32768 tokens the model was trained for: 18 layers x (256 8-bit keys in 272
-        // bytes + 256 f16 values) each.
+        // The context is capped at the 32768 tokens the model was trained for: 18 layers x 512 x 2 bytes each.
         let EngineError::DoesNotFit { estimate, limit_mib: 100, .. } = &error else { panic!("{error}") };
-        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 441));
+        assert_eq!((estimate.n_ctx, estimate.kv_cache_mib), (32_768, 576));
         let message = error.to_string();
         assert!(message.contains("with contextSize 32768") && message.contains("lower model.contextSize"), "{message}");
         // A limit that fits passes the check; this header-only file then fails in llama.cpp instead.

@@ -183,7 +183,7 @@ pub struct ModelSettings {
     /// Prompt-lookup speculative decoding for greedy requests (default off: on a near tie its output can differ
     /// from plain greedy decoding, because llama.cpp rounds a batch differently from a single token).
     pub speculative: Option<bool>,
-    /// How the KV cache stores keys: `q8_0` (default; a quarter less KV memory) or `f16`.
+    /// How the KV cache stores keys: `f16` (default) or `q8_0` (a quarter less KV memory).
     pub kv_cache_keys: Option<String>,
 }
 
@@ -347,6 +347,12 @@ mod tests {
         let wrong = Settings::from_json(&json!({"inline": {"maxTokens": "many"}})).unwrap_err();
         assert!(wrong.contains("invalid type"), "{wrong}");
         assert_eq!(Settings::from_json(&serde_json::Value::Null).unwrap(), Settings::default());
+        // KV keys: f16 unless asked otherwise; a value llama.cpp is not given is an error naming the setting.
+        assert_eq!(Settings::default().engine_config().kv_keys, KvKeys::F16);
+        let q8 = Settings::from_json(&json!({"model": {"kvCacheKeys": "q8_0"}})).unwrap();
+        assert_eq!(q8.engine_config().kv_keys, KvKeys::Q8_0);
+        let error = Settings::from_json(&json!({"model": {"kvCacheKeys": "q4"}})).unwrap_err();
+        assert!(error.contains("model.kvCacheKeys") && error.contains("\"q4\""), "{error}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `spark-bench --engine`: the engine in process (no LSP), each feature on and off side by side on the same
 //! requests. Rows:
-//! - switching between three open files: after each switch the user types the file's next characters, one
+//! - switching between three open files: after each switch the user types a function body back, one
 //!   ghost-text request each (225 ms deadline, as the server sends them, waiting for each answer), until the
 //!   model answers with ghost text (answers from the suggestion cache are skipped: they need no prompt); KV
 //!   slots on (one per file) and off (one sequence); then the same typing on in that file without a switch (the
@@ -43,15 +43,22 @@ const SUFFIX_BYTES: usize = 1200;
 const SWITCHES: usize = 9;
 const MAX_CHARS_PER_SWITCH: usize = 40;
 
+/// An open file whose function body the user writes again: the body was taken out (`to_type`), and typing puts
+/// it back one character at a time, so the text after the cursor stays what it was (as when a user types new code;
+/// a FIM prompt's suffix then stays cached).
 struct Doc {
     text: String,
     cursor: usize,
     lane: u64,
+    to_type: String,
+    typed: usize,
 }
 
 impl Doc {
     fn request(&self, deadline: Duration) -> CompletionRequest {
+        // Whole lines, as the server's context window takes them: the window's start moves only across a line.
         let start = floor_boundary(&self.text, self.cursor.saturating_sub(PREFIX_BYTES));
+        let start = if start == 0 { 0 } else { self.text[start..].find('\n').map_or(start, |idx| start + idx + 1) };
         let end = floor_boundary(&self.text, (self.cursor + SUFFIX_BYTES).min(self.text.len()));
         let prefix = &self.text[start..self.cursor];
         let line_rest = self.text[self.cursor..].split('\n').next().unwrap_or("");
@@ -77,10 +84,12 @@ impl Doc {
         }
     }
 
-    /// The user types the next character of the file.
+    /// The user types the next character of the body.
     fn type_one(&mut self) {
-        if let Some(ch) = self.text[self.cursor..].chars().next() {
+        if let Some(ch) = self.to_type[self.typed..].chars().next() {
+            self.text.insert(self.cursor, ch);
             self.cursor += ch.len_utf8();
+            self.typed += ch.len_utf8();
         }
     }
 }
@@ -100,7 +109,11 @@ fn docs() -> anyhow::Result<Vec<Doc>> {
             let text = std::fs::read_to_string(workspace_root().join(path))?;
             let at = text.find(anchor).with_context(|| format!("{path}: no {anchor}"))?;
             let cursor = at + text[at..].find('\n').context("anchor line ends")? + 1;
-            Ok(Doc { text, cursor, lane: 100 + idx as u64 })
+            // The body up to the function's closing brace, which stays.
+            let end = cursor + text[cursor..].find("\n}\n").with_context(|| format!("{path}: no end of {anchor}"))?;
+            let to_type = text[cursor..end].to_owned();
+            let text = format!("{}{}", &text[..cursor], &text[end..]);
+            Ok(Doc { text, cursor, lane: 100 + idx as u64, to_type, typed: 0 })
         })
         .collect()
 }
@@ -259,8 +272,17 @@ async fn keystroke_after_fix(engine: &Engine, prompts: &[(String, String)]) -> a
         doc.type_one();
         engine.complete(doc.request(Duration::from_secs(60))).await?;
         engine.complete(task_request(prompt, 32)).await?;
-        doc.type_one();
-        let answer = engine.complete(doc.request(Duration::from_secs(60))).await?;
+        // The next keystroke the model answers (one the suggestion cache answers needs no prompt).
+        let mut answer = None;
+        for _ in 0..MAX_CHARS_PER_SWITCH {
+            doc.type_one();
+            let next = engine.complete(doc.request(Duration::from_secs(60))).await?;
+            if next.stop != StopReason::Cached {
+                answer = Some(next);
+                break;
+            }
+        }
+        let Some(answer) = answer else { continue };
         // Up to the first token: the prompt's cost, without the length of the answer.
         latency.push(answer.stats.first_token_ms as f64);
         decoded.push(answer.stats.n_decoded as f64);
