@@ -523,14 +523,15 @@ impl<M: LanguageModel> Session<M> {
                 if !draft.is_empty() && !self.drafts.should_draft() {
                     draft.clear();
                 }
-                let step_started = Instant::now();
+                // Timed only for the draft policy.
+                let step_started = speculate.then(Instant::now);
                 if draft.is_empty() {
                     if let Err(error) = self.model.decode(seq, &[token], pos) {
                         self.reset_slot(seq);
                         return Err(error);
                     }
                     self.slots[seq].tokens.push(token);
-                    if speculate {
+                    if let Some(step_started) = step_started {
                         self.drafts.record_plain(step_started.elapsed());
                     }
                 } else {
@@ -551,7 +552,9 @@ impl<M: LanguageModel> Session<M> {
                         .count();
                     stats.n_drafted += draft.len();
                     stats.n_accepted += n_accepted;
-                    self.drafts.record_draft(step_started.elapsed(), draft.len(), n_accepted);
+                    if let Some(step_started) = step_started {
+                        self.drafts.record_draft(step_started.elapsed(), draft.len(), n_accepted);
+                    }
                     self.slots[seq].tokens.extend_from_slice(&batch);
                     // The rejected tail leaves the cache; the model's choice after the accepted prefix comes next.
                     match predicted.get(n_accepted).filter(|next| next.sure) {

@@ -222,6 +222,19 @@ async fn type_until_ghost_text(engine: &Engine, doc: &mut Doc) -> anyhow::Result
     Ok((started.elapsed().as_secs_f64() * 1000.0, decoded))
 }
 
+/// The user types on in `doc` until a keystroke is answered by the model (no deadline) rather than by the
+/// suggestion cache, which needs no prompt; that answer.
+async fn type_until_model_call(engine: &Engine, doc: &mut Doc) -> anyhow::Result<Option<Completion>> {
+    for _ in 0..MAX_CHARS_PER_SWITCH {
+        doc.type_one();
+        let answer = engine.complete(doc.request(Duration::from_secs(60))).await?;
+        if answer.stop != StopReason::Cached {
+            return Ok(Some(answer));
+        }
+    }
+    Ok(None)
+}
+
 /// After each switch: the time to the first ghost text and the prompt tokens decoded by the first request; then,
 /// in the same file without a switch, the time to the next ghost text (what typing costs anyway: a line the model
 /// does not finish within the deadline is not shown, in any file).
@@ -251,13 +264,8 @@ async fn switching(engine: &Engine) -> anyhow::Result<Switching> {
     for switch in 0..SWITCHES {
         let n_docs = docs.len();
         let doc = &mut docs[switch % n_docs];
-        for _ in 0..MAX_CHARS_PER_SWITCH {
-            doc.type_one();
-            let answer = engine.complete(doc.request(Duration::from_secs(60))).await?;
-            if answer.stop != StopReason::Cached {
-                rows.first_token.push(answer.stats.first_token_ms as f64);
-                break;
-            }
+        if let Some(answer) = type_until_model_call(engine, doc).await? {
+            rows.first_token.push(answer.stats.first_token_ms as f64);
         }
     }
     Ok(rows)
@@ -272,17 +280,7 @@ async fn keystroke_after_fix(engine: &Engine, prompts: &[(String, String)]) -> a
         doc.type_one();
         engine.complete(doc.request(Duration::from_secs(60))).await?;
         engine.complete(task_request(prompt, 32)).await?;
-        // The next keystroke the model answers (one the suggestion cache answers needs no prompt).
-        let mut answer = None;
-        for _ in 0..MAX_CHARS_PER_SWITCH {
-            doc.type_one();
-            let next = engine.complete(doc.request(Duration::from_secs(60))).await?;
-            if next.stop != StopReason::Cached {
-                answer = Some(next);
-                break;
-            }
-        }
-        let Some(answer) = answer else { continue };
+        let Some(answer) = type_until_model_call(engine, doc).await? else { continue };
         // Up to the first token: the prompt's cost, without the length of the answer.
         latency.push(answer.stats.first_token_ms as f64);
         decoded.push(answer.stats.n_decoded as f64);

@@ -64,19 +64,10 @@ impl Workspace {
     /// request), else nothing: for the keystroke path, which must not compute it.
     pub fn next_edits_cached(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
         let document = self.document(uri)?;
+        // Most keystrokes find nothing computed for their revision: that is settled before the settings are read.
+        let (verified, complete) = self.cached(uri, document.revision)?;
         let settings = self.settings();
-        if !settings.next_edit.enabled || settings.is_excluded(uri) {
-            return None;
-        }
-        let (verified, complete) = {
-            let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let (u, revision, verified, complete) = cache.as_ref()?;
-            if u != uri || *revision != document.revision {
-                return None;
-            }
-            (verified.clone(), *complete)
-        };
-        if settings.verify.compile && !complete {
+        if !settings.next_edit.enabled || settings.is_excluded(uri) || (settings.verify.compile && !complete) {
             return None;
         }
         Some(self.answer(&document, &verified, position))
@@ -91,14 +82,7 @@ impl Workspace {
         if !settings.next_edit.enabled || settings.is_excluded(uri) || document.edits.last().is_none() {
             return (Arc::default(), true);
         }
-        let cached = {
-            let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            cache
-                .as_ref()
-                .filter(|(u, revision, _, _)| u == uri && *revision == document.revision)
-                .map(|(_, _, verified, complete)| (verified.clone(), *complete))
-        };
-        if let Some(cached) = cached {
+        if let Some(cached) = self.cached(uri, document.revision) {
             return cached;
         }
         let verified = Arc::new(super::next_edits(lang, &document.text(), tree, &document.edits));
@@ -107,6 +91,15 @@ impl Workspace {
         let complete = !model_left && !check_left;
         self.remember(uri, document.revision, verified.clone(), complete);
         (verified, complete)
+    }
+
+    /// The last computation's result and whether it is complete, when it was for `uri` at `revision`.
+    fn cached(&self, uri: &str, revision: u64) -> Option<(Arc<Verified>, bool)> {
+        let cache = self.next_edit_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache
+            .as_ref()
+            .filter(|(u, at, _, _)| u == uri && *at == revision)
+            .map(|(_, _, verified, complete)| (verified.clone(), *complete))
     }
 
     fn remember(&self, uri: &str, revision: u64, verified: Arc<Verified>, complete: bool) {
