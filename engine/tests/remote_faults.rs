@@ -186,11 +186,14 @@ async fn http_500_is_status_and_marks_down_until_retry_at() {
     assert!(last_error.contains("500"), "{last_error}");
     assert!(matches!(client.health_at(retry_at - Duration::from_millis(1)), RemoteHealth::Down { .. }));
     assert_eq!(client.health_at(retry_at), RemoteHealth::Up, "Down ends at retry_at");
+    let (_, reported, _) = client.last_failure().expect("the failure is reported until a request succeeds");
+    assert_eq!(reported, last_error);
 
     // The probe after retry_at (callers skip it before; the client itself does not refuse) brings it back.
     let answer = complete_bounded(&client, request(&[])).await.unwrap();
     assert_eq!(answer.text, "ok");
     assert_eq!(client.health(), RemoteHealth::Up);
+    assert_eq!(client.last_failure(), None, "a success clears the reported failure");
     assert_eq!(client.counters().n_failures, 1);
 }
 

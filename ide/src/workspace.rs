@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 use serde_json::{json, Value};
 use spark_engine::StopReason;
-use spark_engine::{CompletionRequest, Engine, EngineError, EngineState, RemoteClient, RemoteError, RemoteHealth};
+use spark_engine::{CompletionRequest, Engine, EngineError, EngineState, RemoteClient, RemoteError};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Route, Settings};
@@ -736,13 +736,17 @@ impl Workspace {
             None => json!({"configured": false}),
             Some(remote) => {
                 let counters = remote.counters();
-                let (health, last_error) = match remote.health() {
-                    RemoteHealth::Up => ("up", Value::Null),
-                    RemoteHealth::Down { last_error, .. } => ("down", json!(last_error)),
+                // Down from a failure until a request succeeds; `retryInMs` 0: the next request probes it.
+                let (health, last_error, retry_in_ms) = match remote.last_failure() {
+                    None => ("up", Value::Null, Value::Null),
+                    Some((_, last_error, retry_at)) => {
+                        let wait = retry_at.saturating_duration_since(std::time::Instant::now());
+                        ("down", json!(last_error), json!(wait.as_millis() as u64))
+                    }
                 };
                 json!({
                     "configured": true, "url": remote.config().url, "model": remote.config().model,
-                    "health": health, "lastError": last_error,
+                    "health": health, "lastError": last_error, "retryInMs": retry_in_ms,
                     "requests": counters.n_requests, "connections": counters.n_connects, "failures": counters.n_failures,
                 })
             }

@@ -379,6 +379,14 @@ impl RemoteClient {
         }
     }
 
+    /// The last failure while no request has succeeded since: `(since, last_error, retry_at)`. Unlike
+    /// [`RemoteClient::health`], this stays set after `retry_at` has passed, until a request succeeds: what a
+    /// status report should show (the backend is not known to be up again before a probe succeeds).
+    pub fn last_failure(&self) -> Option<(Instant, String, Instant)> {
+        let state = self.inner.health.lock().unwrap_or_else(PoisonError::into_inner);
+        state.down.clone()
+    }
+
     pub fn counters(&self) -> RemoteCounters {
         RemoteCounters {
             n_requests: self.inner.n_requests.load(Ordering::Relaxed),

@@ -362,12 +362,14 @@ fn start_spark(name: &str, options: &Value) -> Result<LspClient> {
     Ok(client)
 }
 
-/// Waits while spark-lsp reports its remote endpoint down (until the retry time it set); no-op without a remote.
+/// Waits while spark-lsp skips its remote endpoint (until the retry time it set; then the next request probes
+/// it); no-op without a remote.
 fn wait_remote_up(client: &mut LspClient) -> Result<()> {
     let started = Instant::now();
     loop {
         let status = client.request("spark/status", Value::Null, Duration::from_secs(10))?;
-        if status["result"]["remote"]["health"] != "down" {
+        let remote = &status["result"]["remote"];
+        if remote["health"] != "down" || remote["retryInMs"] == 0 {
             return Ok(());
         }
         if started.elapsed() > Duration::from_secs(120) {
