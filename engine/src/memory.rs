@@ -107,7 +107,7 @@ pub fn effective_n_ctx(requested: u32, n_ctx_train: u64) -> u32 {
     }
 }
 
-/// Weights are the file (memory-mapped); the KV cache holds keys (`keys`) and f16 values for every layer and position
+/// Weights are the file (read into memory, repacked or not: the same size); the KV cache holds keys (`keys`) and f16 values for every layer and position
 /// (llama.cpp keeps full-size caches for sliding-window layers too, and clears the whole buffer, so all of it is
 /// resident); the compute buffer counts one layer's attention scores for a full batch and one row of logits. llama.cpp also reserves
 /// logits for every token of a batch (512 x the vocabulary: 512 MiB for Gemma 3), but Spark asks for one row per
