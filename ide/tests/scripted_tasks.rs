@@ -105,3 +105,33 @@ fn tests_without_an_assertion_or_with_the_wrong_arity_are_refused() {
     let new_text = outcome.changes[0].new_text();
     assert!(new_text.contains("#[cfg(test)]\nmod tests {\n    use super::*;"), "{new_text}");
 }
+
+#[test]
+fn a_fix_that_leaves_the_diagnosed_code_alone_is_refused() {
+    // A compiler's diagnostic at `x` in code that parses: the fix must change the arguments around it.
+    let fixture = "pub fn f(a: u32, b: u32) -> u32 {\n    let total = sum($0x, a) + 1;\n    total\n}\n";
+    let elsewhere = "let total = sum(x, a) + 2;";
+    refused(&run(TaskKind::Fix, Lang::Rust, fixture, &[elsewhere]), "leaves the diagnosed code unchanged");
+    let outcome = run(TaskKind::Fix, Lang::Rust, fixture, &[elsewhere, "let total = sum(b, a) + 1;"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert_eq!(outcome.changes[0].insert, "b");
+}
+
+#[test]
+fn typescript_tests_import_the_function_as_it_is_exported() {
+    // The scripted model has no chat template: it answers the few-shot prompt, which ends in the test's header.
+    let test = "  assert.equal(f(1), 2);";
+    let default = "export default function f(a: number): number {\n  return a $0+ 1;\n}\n";
+    let outcome = run(TaskKind::Tests, Lang::TypeScript, default, &[test]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains("import f from \"./module\";"), "{}", outcome.changes[0].insert);
+    let aliased = "function f(a: number): number {\n  return a $0+ 1;\n}\nexport { f as increment };\n";
+    let outcome = run(TaskKind::Tests, Lang::TypeScript, aliased, &[test]);
+    assert!(outcome.changes[0].insert.contains("import { increment as f } from"), "{}", outcome.changes[0].insert);
+    // Not exported: a test file cannot import it, so nothing is generated (and the model is not asked).
+    let private = "function f(a: number): number {\n  return a $0+ 1;\n}\n";
+    let outcome = run(TaskKind::Tests, Lang::TypeScript, private, &[test]);
+    assert!(!outcome.verified(), "{outcome:?}");
+    assert!(outcome.title.contains("`f` is not exported"), "{}", outcome.title);
+    assert_eq!(outcome.samples_tried, 0);
+}

@@ -4,7 +4,7 @@ use super::*;
 use crate::exec_check::Gate;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 use crate::tiers::Tier;
-use crate::verify::check_rewrite;
+use crate::verify::{check_changes_diagnosed_node, check_rewrite};
 use spark_engine::EngineError;
 use spark_grammars::{smallest_capture, syntax_errors};
 use std::ops::Range;
@@ -50,6 +50,11 @@ pub(super) async fn fix(
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let node = fix_node(document, target);
+    // A diagnostic where the code parses is a compiler's (a name, a type, an argument): the fix must change the
+    // diagnosed code itself. (At a syntax error, a candidate that keeps the error is refused for it anyway.)
+    let at_syntax_error = syntax_errors(document.tree.root_node(), 256)
+        .iter()
+        .any(|error| error.start_byte() <= target.range.end && error.end_byte() >= target.range.start);
     let message = target.message.clone().unwrap_or_else(|| "syntax error".to_owned());
     let title = format!("Spark fix: {}", first_line(&message));
     // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
@@ -103,6 +108,12 @@ pub(super) async fn fix(
             let candidate = if broken.starts_with(char::is_whitespace) { candidate } else { candidate.trim_start() };
             check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
             let (replace, insert) = narrow_rewrite(&document.text, node.clone(), candidate);
+            if !at_syntax_error {
+                let diagnosed = target.range.clone();
+                let message = target.message.as_deref();
+                let edit = (replace.clone(), insert.as_str());
+                check_changes_diagnosed_node(&document.tree, &document.text, diagnosed, message, edit)?;
+            }
             Ok(FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert })
         })
         .await?;

@@ -29,7 +29,7 @@ use regex::*;
 pub use regex::{parse_regex_spec, regex_comment_at, regex_statement, RegexSpec};
 #[allow(unused_imports)]
 use tests::*;
-pub use tests::{files_read, function_at, ts_framework, ts_test_path, TsFramework};
+pub use tests::{files_read, function_at, ts_export, ts_framework, ts_test_path, TsExport, TsFramework};
 
 pub(crate) const TASK_LANE: u64 = u64::MAX;
 
@@ -437,6 +437,32 @@ mod unit {
         let arrow = document(Lang::TypeScript, "export const g = (xs: number[]) => xs.length;\n");
         let (range, _) = function_at(&arrow, arrow.text.find("xs.length").unwrap()).unwrap();
         assert_eq!(function_arity(&arrow, range), Some((1, 1)));
+    }
+
+    #[test]
+    fn how_a_typescript_function_is_exported() {
+        let export_of = |text: &str, at: &str| {
+            let doc = document(Lang::TypeScript, text);
+            let (range, name) = function_at(&doc, text.find(at).unwrap()).unwrap();
+            ts_export(&doc, range, &name)
+        };
+        let named = |name: &str| TsExport::Named(name.to_owned());
+        assert_eq!(export_of("export function f(a: number) { return a; }\n", "return"), named("f"));
+        assert_eq!(export_of("export const g = (a: number) => a + 1;\n", "a + 1"), named("g"));
+        assert_eq!(export_of("export default function h(a: number) { return a; }\n", "return"), TsExport::Default);
+        assert_eq!(export_of("function h(a: number) { return a; }\nexport default h;\n", "return"), TsExport::Default);
+        assert_eq!(export_of("function k(a: number) { return a; }\nexport { k };\n", "return"), named("k"));
+        assert_eq!(export_of("function k(a: number) { return a; }\nexport { k as key };\n", "return"), named("key"));
+        assert_eq!(
+            export_of("function k(a: number) { return a; }\nexport { k as default };\n", "return"),
+            TsExport::Default
+        );
+        assert_eq!(export_of("function p(a: number) { return a; }\n", "return"), TsExport::NotExported);
+        assert_eq!(
+            export_of("export { p } from \"./other\";\nfunction p(a: number) { return a; }\n", "return"),
+            TsExport::NotExported
+        );
+        assert_eq!(export_of("export class C {\n  m(a: number) { return a; }\n}\n", "return"), TsExport::Member);
     }
 
     #[test]

@@ -44,6 +44,24 @@ pub(super) async fn tests(
     };
     let title = format!("Spark: generate tests for `{name}`");
     let arity = function_arity(document, function.clone());
+    // A TypeScript test file imports the function: one that is not exported (or a class member) cannot be
+    // reached from there, and tests that import it anyway do not compile.
+    let import = match document.lang {
+        Lang::Rust => String::new(),
+        Lang::TypeScript | Lang::Tsx => match ts_export(document, function.clone(), &name) {
+            TsExport::Named(exported) if exported == name => format!("{{ {name} }}"),
+            TsExport::Named(exported) => format!("{{ {exported} as {name} }}"),
+            TsExport::Default => name.clone(),
+            TsExport::Member => {
+                return Ok(nothing(&format!(
+                    "Spark: `{name}` is a class member; tests are generated for exported functions"
+                )))
+            }
+            TsExport::NotExported => {
+                return Ok(nothing(&format!("Spark: `{name}` is not exported, so a test file cannot import it")))
+            }
+        },
+    };
     let source = &document.text[function];
     match document.lang {
         Lang::Rust => {
@@ -51,8 +69,8 @@ pub(super) async fn tests(
                 .await
         }
         Lang::TypeScript | Lang::Tsx => {
-            ts_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
-                .await
+            let target = FunctionTarget { source, name: &name, arity };
+            ts_tests(generator, document, target, &import, &title, budget, exec, cancel).await
         }
     }
 }
@@ -251,10 +269,73 @@ pub fn ts_test_path(file: &Path) -> PathBuf {
     file.with_file_name(format!("{stem}.test.{extension}"))
 }
 
+/// How a TypeScript function can be imported from another module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TsExport {
+    /// `export function f`, `export const f = …`, or `export { f }` / `export { f as g }` (the exported name).
+    Named(String),
+    /// `export default function f`, or `export default f;`.
+    Default,
+    /// A method or a field of a class: not importable by itself.
+    Member,
+    NotExported,
+}
+
+/// How the function at `function` (a byte range from [`function_at`]) named `name` is exported.
+pub fn ts_export(document: &TaskDocument, function: Range<usize>, name: &str) -> TsExport {
+    let root = document.tree.root_node();
+    let source = document.text.as_bytes();
+    let Some(node) = root.descendant_for_byte_range(function.start, function.end) else {
+        return TsExport::NotExported;
+    };
+    if matches!(node.kind(), "method_definition" | "public_field_definition") {
+        return TsExport::Member;
+    }
+    let is_default = |statement: spark_grammars::tree_sitter::Node| {
+        let mut cursor = statement.walk();
+        let default = statement.children(&mut cursor).any(|child| child.kind() == "default");
+        default
+    };
+    if let Some(parent) = node.parent().filter(|parent| parent.kind() == "export_statement") {
+        return if is_default(parent) { TsExport::Default } else { TsExport::Named(name.to_owned()) };
+    }
+    // `export { f }`, `export { f as g }`, `export default f;` elsewhere in the module.
+    let mut cursor = root.walk();
+    for statement in root.children(&mut cursor).filter(|child| child.kind() == "export_statement") {
+        if statement.child_by_field_name("source").is_some() {
+            continue;
+        }
+        if is_default(statement) {
+            let value = statement.child_by_field_name("value").and_then(|value| value.utf8_text(source).ok());
+            if value == Some(name) {
+                return TsExport::Default;
+            }
+            continue;
+        }
+        let mut walk = statement.walk();
+        let clause = statement.children(&mut walk).find(|child| child.kind() == "export_clause");
+        let Some(clause) = clause else { continue };
+        let mut specifiers = clause.walk();
+        for specifier in clause.children(&mut specifiers).filter(|child| child.kind() == "export_specifier") {
+            let text = |field: &str| specifier.child_by_field_name(field).and_then(|node| node.utf8_text(source).ok());
+            if text("name") == Some(name) {
+                return match text("alias") {
+                    Some("default") => TsExport::Default,
+                    Some(alias) => TsExport::Named(alias.to_owned()),
+                    None => TsExport::Named(name.to_owned()),
+                };
+            }
+        }
+    }
+    TsExport::NotExported
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn ts_tests(
     generator: &Generator<'_>,
     document: &TaskDocument,
     target: FunctionTarget<'_>,
+    import: &str,
     title: &str,
     budget: TaskBudget,
     exec: &Gate<'_>,
@@ -280,7 +361,7 @@ pub(super) async fn ts_tests(
         instruction: format!(
             "```typescript\n{function_source}\n```\n\nWrite one test for `{name}`: a call \
              `test(\"{name} works\", () => {{ ... }});`. The test file already starts with:\n```typescript\n\
-             {imports}import {{ {name} }} from \"./module\";\n```\nCall `{name}` with a few concrete inputs and \
+             {imports}import {import} from \"./module\";\n```\nCall `{name}` with a few concrete inputs and \
              check each exact result with {assert_style}; work every expected value out from the code above, step \
              by step, before you write it."
         ),
@@ -309,7 +390,7 @@ pub(super) async fn ts_tests(
         let change = match &existing {
             Some(old_text) => {
                 let end = old_text.len();
-                let import = format!("import {{ {name} }} from \"{module}\";\n");
+                let import = format!("import {import} from \"{module}\";\n");
                 let needs_import = !old_text.contains(&import);
                 FileChange {
                     path: Some(test_path.clone()),
@@ -324,7 +405,7 @@ pub(super) async fn ts_tests(
                 create: true,
                 old_text: String::new(),
                 replace: 0..0,
-                insert: format!("{imports}import {{ {name} }} from \"{module}\";\n\n{test_code}"),
+                insert: format!("{imports}import {import} from \"{module}\";\n\n{test_code}"),
             },
         };
         check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;

@@ -39,6 +39,8 @@ pub enum Rejection {
     /// The candidate drops a name that the rest of the file uses (a rename or a deleted binding breaks the code
     /// the fix claims to repair).
     DropsName(String),
+    /// A fix of a compiler's diagnostic that leaves the diagnosed code as it was (it changed something else).
+    MissesDiagnosedCode,
     /// The document changed since the edit was computed.
     Stale {
         computed_for: i32,
@@ -72,6 +74,7 @@ impl std::fmt::Display for Rejection {
                 write!(f, "rewrites too much: {deleted} of {of} tokens deleted, {inserted} inserted")
             }
             Rejection::DropsName(name) => write!(f, "drops `{name}`, which the rest of the file uses"),
+            Rejection::MissesDiagnosedCode => write!(f, "leaves the diagnosed code unchanged"),
             Rejection::Stale { computed_for, current } => {
                 write!(f, "computed for version {computed_for}, the document is at {current}")
             }
@@ -201,6 +204,77 @@ pub fn check_rewrite(
         return Err(Rejection::SyntaxErrors { in_edit, total_before: before, total_after });
     }
     Ok(new_source)
+}
+
+/// A fix of a diagnostic in code that parses (a compiler's error: a misspelled name, a wrong type, a call missing
+/// an argument) must change the diagnosed code: the diagnosed node, widened from a single token to the node around
+/// it (`bigarm` in `entry(bigarm)`: the arguments) and from a callee's name to its call (rustc reports a missing
+/// argument at the function's name). Gemma 3 270M "fixed" `entry(bigarm).or_insert(0)` by writing `or_insert(1)`.
+/// When the message names the diagnosed text itself (rustc's "cannot find function `transform`", "no method named
+/// `x`", TypeScript's "Cannot find name 'x'"), the edit must touch that name: changing the arguments of a call to
+/// an unknown function, or adding a `;` after it, leaves it unknown (`edit` is replaced by `insert`; text put
+/// right after the name must go on with it, as a completed typo does once narrowed to what changed).
+pub fn check_changes_diagnosed_node(
+    tree: &Tree,
+    source: &str,
+    diagnosed: Range<usize>,
+    message: Option<&str>,
+    (edit, insert): (Range<usize>, &str),
+) -> Result<(), Rejection> {
+    let touches = |region: Range<usize>| edit.start <= region.end && edit.end.max(edit.start) >= region.start;
+    // A position without a range (the CLI's `--at`, an agent's call): the token there.
+    let diagnosed = if diagnosed.is_empty() {
+        let leaf = tree.root_node().descendant_for_byte_range(diagnosed.start, diagnosed.start);
+        leaf.filter(|leaf| leaf.child_count() == 0).map_or(diagnosed, |leaf| leaf.byte_range())
+    } else {
+        diagnosed
+    };
+    let named = source.get(diagnosed.clone()).filter(|text| {
+        !text.is_empty()
+            && text.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$')
+            && message
+                .is_some_and(|message| message.contains(&format!("`{text}`")) || message.contains(&format!("'{text}'")))
+    });
+    if named.is_some() {
+        let overlaps = edit.start < diagnosed.end && edit.end > diagnosed.start;
+        let before = edit.end == diagnosed.start;
+        let goes_on = edit.start == diagnosed.end && insert.starts_with(|ch: char| ch.is_alphanumeric() || ch == '_');
+        return if overlaps || before || goes_on { Ok(()) } else { Err(Rejection::MissesDiagnosedCode) };
+    }
+    let region = diagnosed_region(tree, diagnosed.clone());
+    if touches(region) {
+        return Ok(());
+    }
+    Err(Rejection::MissesDiagnosedCode)
+}
+
+/// The code a diagnostic at `diagnosed` is about (see [`check_changes_diagnosed_node`]).
+pub fn diagnosed_region(tree: &Tree, diagnosed: Range<usize>) -> Range<usize> {
+    let Some(mut node) = tree.root_node().descendant_for_byte_range(diagnosed.start, diagnosed.end) else {
+        return diagnosed;
+    };
+    if node.named_child_count() == 0 {
+        node = node.parent().unwrap_or(node);
+    }
+    while matches!(node.kind(), "field_expression" | "member_expression" | "scoped_identifier" | "generic_function") {
+        match node.parent() {
+            Some(parent)
+                if matches!(
+                    parent.kind(),
+                    "call_expression"
+                        | "generic_function"
+                        | "field_expression"
+                        | "member_expression"
+                        | "scoped_identifier"
+                ) =>
+            {
+                node = parent
+            }
+            _ => break,
+        }
+    }
+    let range = node.byte_range();
+    range.start.min(diagnosed.start)..range.end.max(diagnosed.end)
 }
 
 /// A name (an identifier of any kind) in the rewritten node that the rest of the file also uses and that the
@@ -517,6 +591,42 @@ pub fn check_tests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fix_of_a_compiler_error_must_change_the_diagnosed_code() {
+        let source = "fn f(m: &mut M, bigram: u32) {\n    *m.entry(bigarm).or_insert(0) += 1;\n    m.push(1);\n}\n";
+        let tree = crate::parse::text(Lang::Rust, source).unwrap();
+        let at = |needle: &str| source.find(needle).unwrap()..source.find(needle).unwrap() + needle.len();
+        let check = |diagnosed: &str, edit: &str| {
+            check_changes_diagnosed_node(&tree, source, at(diagnosed), None, (at(edit), "x"))
+        };
+        // `bigarm` is an argument: changing it (or the argument list) fixes it, changing `or_insert(0)` does not.
+        assert_eq!(check("bigarm", "bigarm"), Ok(()));
+        assert_eq!(check("bigarm", "0)"), Err(Rejection::MissesDiagnosedCode));
+        // A callee's name (rustc reports a missing argument there): the call's arguments may change.
+        assert_eq!(check("push", "1);"), Ok(()));
+        assert_eq!(check("push", "or_insert"), Err(Rejection::MissesDiagnosedCode));
+        assert_eq!(diagnosed_region(&tree, at("push")), at("m.push(1)"));
+        // The message names the diagnosed text: the edit must touch the name itself.
+        let unknown = |edit: Range<usize>, insert: &str| {
+            let message = Some("cannot find function `push` in this scope");
+            check_changes_diagnosed_node(&tree, source, at("push"), message, (edit, insert))
+        };
+        assert_eq!(unknown(at("1);"), "2"), Err(Rejection::MissesDiagnosedCode));
+        assert_eq!(unknown(at("push"), "pop"), Ok(()));
+        // A path put before it (`Vec::push`, an import's crate) changes it; so does a name that goes on after it
+        // (`push` → `push_str` narrows to an insertion at its end); a `;` or a `?` after it does not.
+        let start = at("push").start;
+        assert_eq!(unknown(start..start, "Vec::"), Ok(()));
+        let end = at("push").end;
+        assert_eq!(unknown(end..end, "_str"), Ok(()));
+        assert_eq!(unknown(end..end, ";"), Err(Rejection::MissesDiagnosedCode));
+        // Given as a position only, the token there is what the message names.
+        let message = Some("cannot find function `push` in this scope");
+        let point = at("push").start + 1..at("push").start + 1;
+        let misses = check_changes_diagnosed_node(&tree, source, point, message, (at("1);"), "2"));
+        assert_eq!(misses, Err(Rejection::MissesDiagnosedCode));
+    }
 
     fn rewrite(fixture: &str, candidate: &str) -> Result<String, Rejection> {
         let start = fixture.find("<<").unwrap();
