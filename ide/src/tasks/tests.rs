@@ -3,7 +3,7 @@
 use super::*;
 use crate::exec_check::Gate;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
-use crate::verify::check_tests;
+use crate::verify::{check_expected_values, check_tests};
 use spark_engine::EngineError;
 use spark_grammars::{smallest_capture, Lang};
 use std::ops::Range;
@@ -115,6 +115,7 @@ pub(super) async fn rust_tests(
         };
         let change = rust_test_change(document, existing, &test_fn);
         check_tests(Lang::Rust, &document.text, &change.new_text(), &test_fn, name, arity)?;
+        check_expected_values(Lang::Rust, function_source, &test_fn, name)?;
         Ok(change)
     })
     .await?;
@@ -409,6 +410,7 @@ pub(super) async fn ts_tests(
             },
         };
         check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
+        check_expected_values(document.lang, function_source, &test_code, name)?;
         Ok(change)
     })
     .await?;

@@ -53,6 +53,15 @@ pub enum Rejection {
     RegexTooSlow,
     /// Generated tests without an assertion that calls the function under test.
     NoAssertion,
+    /// Generated tests call a function that the test file neither defines nor imports (often the prompt's
+    /// example, `add`): they would not compile.
+    UnknownCall(String),
+    /// An assertion expects a value of another kind than the function returns (`assert.equal(isValid(1), 2)` for a
+    /// function that returns a boolean).
+    WrongExpectedKind {
+        returns: &'static str,
+        expected: String,
+    },
     /// A call of the function under test with the wrong number of arguments.
     WrongArity {
         expected: (usize, usize),
@@ -85,6 +94,12 @@ impl std::fmt::Display for Rejection {
                 write!(f, "too slow: matching the examples took over {} ms", REGEX_MATCH_LIMIT.as_millis())
             }
             Rejection::NoAssertion => write!(f, "no assertion calls the function"),
+            Rejection::WrongExpectedKind { returns, expected } => {
+                write!(f, "expects {expected} from a function that returns {returns}")
+            }
+            Rejection::UnknownCall(name) => {
+                write!(f, "calls `{name}`, which the test file neither defines nor imports")
+            }
             Rejection::WrongArity { expected: (min, max), found } => {
                 write!(f, "calls the function with {found} argument(s), it takes {min}..={max}")
             }
@@ -222,13 +237,13 @@ pub fn check_changes_diagnosed_node(
     (edit, insert): (Range<usize>, &str),
 ) -> Result<(), Rejection> {
     let touches = |region: Range<usize>| edit.start <= region.end && edit.end.max(edit.start) >= region.start;
-    // A position without a range (the CLI's `--at`, an agent's call): the token there.
-    let diagnosed = if diagnosed.is_empty() {
-        let leaf = tree.root_node().descendant_for_byte_range(diagnosed.start, diagnosed.start);
-        leaf.filter(|leaf| leaf.child_count() == 0).map_or(diagnosed, |leaf| leaf.byte_range())
-    } else {
-        diagnosed
-    };
+    // A range inside one token (a position without a range, as the CLI's `--at` or an agent gives it; a checker
+    // that reports only where its error starts): the whole token.
+    let leaf = tree.root_node().descendant_for_byte_range(diagnosed.start, diagnosed.end);
+    let diagnosed = leaf.filter(|leaf| leaf.child_count() == 0).map_or(diagnosed.clone(), |leaf| {
+        let token = leaf.byte_range();
+        token.start.min(diagnosed.start)..token.end.max(diagnosed.end)
+    });
     let named = source.get(diagnosed.clone()).filter(|text| {
         !text.is_empty()
             && text.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$')
@@ -574,6 +589,9 @@ pub fn check_tests(
     if total_after > before {
         return Err(Rejection::SyntaxErrors { in_edit: total_after - before, total_before: before, total_after });
     }
+    if let Some(name) = unknown_callee(lang, new_file_text, test_code) {
+        return Err(Rejection::UnknownCall(name));
+    }
     let call = format!("{function_name}(");
     let asserts = test_code.lines().any(|line| {
         let line = line.trim();
@@ -588,9 +606,304 @@ pub fn check_tests(
     }
 }
 
+/// What kind of value a function's declared return type is, when it is a plain boolean, number or string.
+fn return_kind(lang: Lang, function_source: &str) -> Option<&'static str> {
+    let body_at = function_source.find('{').unwrap_or(function_source.len());
+    let signature = &function_source[..body_at];
+    let declared = if lang == Lang::Rust {
+        signature.rsplit_once("->")?.1.split(" where").next()?.trim()
+    } else {
+        let (_, after) = signature.rsplit_once(')')?;
+        after.trim_start().strip_prefix(':')?.split("=>").next()?.trim()
+    };
+    let numbers = [
+        "number", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64",
+    ];
+    let is_predicate = declared.split_whitespace().nth(1) == Some("is");
+    match declared {
+        "boolean" | "bool" => Some("a boolean"),
+        _ if is_predicate => Some("a boolean"),
+        "string" | "String" | "&str" | "&'static str" => Some("a string"),
+        _ if numbers.contains(&declared) => Some("a number"),
+        _ => None,
+    }
+}
+
+/// The kind of a literal expected value: `true`, `2`, `"a"`.
+fn literal_kind(literal: &str) -> Option<&'static str> {
+    let literal = literal.trim();
+    if literal == "true" || literal == "false" {
+        return Some("a boolean");
+    }
+    let digits = literal.strip_prefix('-').unwrap_or(literal);
+    if digits.starts_with(|ch: char| ch.is_ascii_digit())
+        && digits.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '.' || ch == '_')
+    {
+        return Some("a number");
+    }
+    let quoted = |q: char| literal.len() >= 2 && literal.starts_with(q) && literal.ends_with(q);
+    if quoted('"') || quoted('\'') || quoted('`') {
+        return Some("a string");
+    }
+    None
+}
+
+/// Each one-line assertion on a call of `name` whose expected value is a literal must expect the kind of value
+/// the function's declared return type is (`assert.equal(name(…), X)`, `assert_eq!(name(…), X)`,
+/// `expect(name(…)).toBe(X)`): a small model copies its prompt's example (`add(2, 3) → 5`) onto any function.
+pub fn check_expected_values(lang: Lang, function_source: &str, test_code: &str, name: &str) -> Result<(), Rejection> {
+    let Some(returns) = return_kind(lang, function_source) else { return Ok(()) };
+    let call = format!("{name}(");
+    for line in test_code.lines().map(str::trim) {
+        let Some(at) = line.find(&call) else { continue };
+        let starts_with_call = |prefix: &str| line.starts_with(prefix) && line[prefix.len()..].starts_with(&call);
+        let direct = [
+            "assert.equal(",
+            "assert.strictEqual(",
+            "assert.deepEqual(",
+            "assert.deepStrictEqual(",
+            "assert_eq!(",
+            "expect(",
+        ]
+        .iter()
+        .any(|prefix| starts_with_call(prefix));
+        if !direct || line.contains("?.") {
+            continue;
+        }
+        // The call's own closing parenthesis, then `, X)` or `).toBe(X)` / `).toEqual(X)` to the end of the line.
+        let mut depth = 0usize;
+        let mut close = None;
+        for (idx, ch) in line[at + call.len() - 1..].char_indices() {
+            match ch {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        close = Some(at + call.len() - 1 + idx + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        let rest = line[close..].trim_end_matches(';').trim_end();
+        let expected = if let Some(value) = rest.strip_prefix(',') {
+            value.trim().strip_suffix(')')
+        } else {
+            rest.strip_prefix(").toBe(")
+                .or_else(|| rest.strip_prefix(").toEqual("))
+                .and_then(|value| value.strip_suffix(')'))
+        };
+        let Some(expected) = expected.map(str::trim) else { continue };
+        if let Some(kind) = literal_kind(expected) {
+            if kind != returns {
+                return Err(Rejection::WrongExpectedKind { returns, expected: expected.to_owned() });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Functions every test file may call by a bare name: the test frameworks' and the language's own.
+const TS_GLOBAL_CALLS: &[&str] = &[
+    "test",
+    "it",
+    "describe",
+    "expect",
+    "assert",
+    "beforeEach",
+    "afterEach",
+    "beforeAll",
+    "afterAll",
+    "Number",
+    "String",
+    "Boolean",
+    "Symbol",
+    "BigInt",
+    "Array",
+    "Object",
+    "Date",
+    "Error",
+    "TypeError",
+    "RangeError",
+    "Promise",
+    "parseInt",
+    "parseFloat",
+    "isNaN",
+    "isFinite",
+    "setTimeout",
+    "clearTimeout",
+    "setInterval",
+    "clearInterval",
+    "queueMicrotask",
+    "structuredClone",
+    "encodeURIComponent",
+    "decodeURIComponent",
+    "encodeURI",
+    "decodeURI",
+    "require",
+    "fetch",
+    "fail",
+    "Math",
+    "JSON",
+    "console",
+    "globalThis",
+    "window",
+    "document",
+    "process",
+    "Buffer",
+    "Map",
+    "Set",
+    "WeakMap",
+    "WeakSet",
+    "Reflect",
+    "Proxy",
+    "Intl",
+    "RegExp",
+    "NaN",
+    "Infinity",
+    "Uint8Array",
+    "Int32Array",
+    "Float64Array",
+    "ArrayBuffer",
+    "TextEncoder",
+    "TextDecoder",
+    "URL",
+    "URLSearchParams",
+    "AbortController",
+    "arguments",
+    "vi",
+    "jest",
+];
+const RUST_GLOBAL_CALLS: &[&str] = &["Some", "Ok", "Err", "drop", "Box", "Vec", "String"];
+
+/// The first function `test_code` calls by a bare name (`add(2, 3)`, not `x.add()` or `m::add()`), or in
+/// TypeScript the first name it reads at all (`NetworkMode.OPEN`), that `file_text` (the test file with the tests
+/// in it) neither declares nor names in an import, and that is not a global or a prelude function; `None` when
+/// every name resolves (or the code does not parse).
+fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String> {
+    let tree = crate::parse::text(lang, test_code)?;
+    let globals = if lang == Lang::Rust { RUST_GLOBAL_CALLS } else { TS_GLOBAL_CALLS };
+    let mut callees = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        // TypeScript: every name read in an expression (`identifier`; properties, types and shorthand keys are
+        // other kinds). Names declared in the test code itself are found by `declared` below.
+        if lang != Lang::Rust && node.kind() == "identifier" {
+            if let Some(name) = test_code.get(node.byte_range()) {
+                callees.push(name);
+            }
+        }
+        if node.kind() == "call_expression" {
+            let callee = node.child_by_field_name("function").filter(|callee| callee.kind() == "identifier");
+            if let Some(name) = callee.and_then(|callee| test_code.get(callee.byte_range())) {
+                callees.push(name);
+            }
+        }
+        let mut cursor = node.walk();
+        let children: Vec<_> = node.children(&mut cursor).collect();
+        // Inside a Rust macro (`assert_eq!(add(1, 2), 3)`) a call is a name and a `(…)` token tree.
+        if node.kind() == "token_tree" {
+            for (idx, pair) in children.windows(2).enumerate() {
+                let after_path = idx > 0 && matches!(children[idx - 1].kind(), "." | "::");
+                let opens = test_code.get(pair[1].byte_range()).is_some_and(|text| text.starts_with('('));
+                if pair[0].kind() == "identifier" && pair[1].kind() == "token_tree" && opens && !after_path {
+                    if let Some(name) = test_code.get(pair[0].byte_range()) {
+                        callees.push(name);
+                    }
+                }
+            }
+        }
+        stack.extend(children);
+    }
+    let word = |line: &str, name: &str| {
+        line.match_indices(name).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            let ident = |ch: Option<char>| ch.is_some_and(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$');
+            !ident(before) && !ident(after)
+        })
+    };
+    let declared = |name: &str| {
+        file_text.lines().any(|line| {
+            let line = line.trim_start();
+            if line.starts_with("use ") || line.starts_with("import ") || line.starts_with("pub use ") {
+                return word(line, name);
+            }
+            let mut tokens =
+                line.split(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '$')).filter(|t| !t.is_empty());
+            let mut previous = "";
+            tokens.any(|token| {
+                let declares = matches!(
+                    previous,
+                    "fn" | "function" | "struct" | "enum" | "const" | "let" | "var" | "static" | "class" | "mut"
+                );
+                previous = token;
+                declares && token == name
+            })
+        })
+    };
+    // Parameters of closures and functions inside the test code (`(f) => f(1)`, `|f| f(1)`) are declared there.
+    let parameter = |name: &str| {
+        test_code.contains(&format!("{name} =>"))
+            || ["(", ", ", "|"].iter().any(|open| {
+                [")", ",", ":", "?", "|"].iter().any(|close| test_code.contains(&format!("{open}{name}{close}")))
+            })
+    };
+    callees.into_iter().find(|name| !globals.contains(name) && !declared(name) && !parameter(name)).map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expected_values_of_the_wrong_kind_are_refused() {
+        let ts =
+            "export function isValidTimeout(value: unknown): value is number {\n  return typeof value === 'number';\n}";
+        let check = |code: &str| check_expected_values(Lang::TypeScript, ts, code, "isValidTimeout");
+        assert_eq!(
+            check("  assert.equal(isValidTimeout(1), 2);"),
+            Err(Rejection::WrongExpectedKind { returns: "a boolean", expected: "2".to_owned() })
+        );
+        assert_eq!(check("  assert.equal(isValidTimeout(1), true);"), Ok(()));
+        assert_eq!(check("  expect(isValidTimeout(Infinity)).toBe(false);"), Ok(()));
+        assert!(check("  expect(isValidTimeout(f(1, 2))).toBe('no');").is_err());
+        let rust = "pub fn total(xs: &[u32]) -> u32 {\n    xs.iter().sum()\n}";
+        let check = |code: &str| check_expected_values(Lang::Rust, rust, code, "total");
+        assert_eq!(check("        assert_eq!(total(&[1, 2]), 3);"), Ok(()));
+        assert!(check("        assert_eq!(total(&[1, 2]), \"3\");").is_err());
+        // Unknown return types, or expected values that are not literals, are left to the other checks.
+        let option = "pub fn first(xs: &[u32]) -> Option<u32> {\n    xs.first().copied()\n}";
+        assert_eq!(check_expected_values(Lang::Rust, option, "assert_eq!(first(&[1]), 1);", "first"), Ok(()));
+        assert_eq!(check("        assert_eq!(total(&[1, 2]), three);"), Ok(()));
+    }
+
+    #[test]
+    fn tests_that_call_what_the_file_does_not_have_are_refused() {
+        let file = "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n";
+        let calls = |code: &str| unknown_callee(Lang::TypeScript, &format!("{file}{code}"), code);
+        assert_eq!(calls("test(\"c\", () => {\n  assert.equal(add(2, 3), 5);\n});"), Some("add".to_owned()));
+        assert_eq!(calls("test(\"c\", () => {\n  assert.equal(compose()(1), 1);\n});"), None);
+        assert_eq!(calls("test(\"c\", () => {\n  const twice = (x: number) => 2 * x;\n  assert.equal(compose(twice)(1), 2);\n});"), None);
+        assert_eq!(
+            calls("test(\"c\", () => {\n  const f = (g: any) => g(1);\n  expect(Number(f(compose)));\n});"),
+            None
+        );
+        let unknown_enum = "test(\"c\", () => {\n  assert.equal(compose(NetworkMode.OPEN), false);\n});";
+        assert_eq!(calls(unknown_enum), Some("NetworkMode".to_owned()));
+        let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(compose(x, Math.PI), { x });\n});";
+        assert_eq!(calls(locals), None);
+        let rust_file = "use std::collections::HashMap;\npub fn total(xs: &[u32]) -> u32 { xs.iter().sum() }\nfn helper() -> u32 { 1 }\n";
+        let rust = |code: &str| unknown_callee(Lang::Rust, &format!("{rust_file}{code}"), code);
+        assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(total(&[1, 2]), 3);\n    assert_eq!(helper(), Some(1).unwrap());\n}\n"), None);
+        assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(add(1, 2), 3);\n}\n"), Some("add".to_owned()));
+        assert_eq!(
+            rust("#[test]\nfn t() {\n    let m: HashMap<u32, u32> = HashMap::new();\n    assert!(m.is_empty());\n}\n"),
+            None
+        );
+    }
 
     #[test]
     fn a_fix_of_a_compiler_error_must_change_the_diagnosed_code() {
@@ -625,6 +938,10 @@ mod tests {
         let message = Some("cannot find function `push` in this scope");
         let point = at("push").start + 1..at("push").start + 1;
         let misses = check_changes_diagnosed_node(&tree, source, point, message, (at("1);"), "2"));
+        assert_eq!(misses, Err(Rejection::MissesDiagnosedCode));
+        // Or as its first character (a checker that reports where the error starts).
+        let first = at("push").start..at("push").start + 1;
+        let misses = check_changes_diagnosed_node(&tree, source, first, message, (at("1);"), "2"));
         assert_eq!(misses, Err(Rejection::MissesDiagnosedCode));
     }
 
