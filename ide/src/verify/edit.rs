@@ -98,7 +98,7 @@ impl std::fmt::Display for Rejection {
                 write!(f, "expects {expected} from a function that returns {returns}")
             }
             Rejection::UnknownCall(name) => {
-                write!(f, "calls `{name}`, which the test file neither defines nor imports")
+                write!(f, "uses `{name}`, which the test file neither defines nor imports")
             }
             Rejection::WrongArity { expected: (min, max), found } => {
                 write!(f, "calls the function with {found} argument(s), it takes {min}..={max}")
@@ -592,6 +592,16 @@ pub fn check_tests(
     if let Some(name) = unknown_callee(lang, new_file_text, test_code) {
         return Err(Rejection::UnknownCall(name));
     }
+    if lang == Lang::Rust {
+        let in_macros = assertion_syntax_errors(test_code);
+        if in_macros > 0 {
+            return Err(Rejection::SyntaxErrors {
+                in_edit: in_macros,
+                total_before: before,
+                total_after: before + in_macros,
+            });
+        }
+    }
     let call = format!("{function_name}(");
     let asserts = test_code.lines().any(|line| {
         let line = line.trim();
@@ -705,6 +715,30 @@ pub fn check_expected_values(lang: Lang, function_source: &str, test_code: &str,
     Ok(())
 }
 
+/// Syntax errors inside Rust assertion macros, which tree-sitter reads as bare token trees: each
+/// `assert!(…)`, `assert_eq!(…)`, `assert_ne!(…)` is parsed again as the expression `(…)`.
+fn assertion_syntax_errors(test_code: &str) -> usize {
+    let Some(tree) = crate::parse::text(Lang::Rust, test_code) else { return 0 };
+    let mut errors = 0;
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "macro_invocation" {
+            let name = node.child_by_field_name("macro").and_then(|name| test_code.get(name.byte_range()));
+            let mut cursor = node.walk();
+            let arguments = node.children(&mut cursor).find(|child| child.kind() == "token_tree");
+            let text = arguments.and_then(|arguments| test_code.get(arguments.byte_range())).unwrap_or("");
+            if matches!(name, Some("assert" | "assert_eq" | "assert_ne")) && text.starts_with('(') {
+                let expression = format!("fn __spark() {{\n    let _ = {text};\n}}\n");
+                errors += crate::parse::text(Lang::Rust, &expression).map_or(1, |tree| count_errors(&tree, None));
+            }
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    errors
+}
+
 /// Functions every test file may call by a bare name: the test frameworks' and the language's own.
 const TS_GLOBAL_CALLS: &[&str] = &[
     "test",
@@ -776,6 +810,11 @@ const TS_GLOBAL_CALLS: &[&str] = &[
     "vi",
     "jest",
 ];
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "static", "struct", "super", "trait",
+    "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "_",
+];
 const RUST_GLOBAL_CALLS: &[&str] = &["Some", "Ok", "Err", "drop", "Box", "Vec", "String"];
 
 /// The first function `test_code` calls by a bare name (`add(2, 3)`, not `x.add()` or `m::add()`), or in
@@ -793,6 +832,22 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
         if lang != Lang::Rust && node.kind() == "identifier" {
             if let Some(name) = test_code.get(node.byte_range()) {
                 callees.push(name);
+                // The framework's `test` read as a value (`test.networkMode`, `f(test)`): a model that mistook it
+                // for the code under test. Only its modifiers are members.
+                let parent = node.parent();
+                let as_value = parent.is_some_and(|parent| match parent.kind() {
+                    "arguments" => true,
+                    "member_expression" => {
+                        let property = parent.child_by_field_name("property");
+                        let property = property.and_then(|property| test_code.get(property.byte_range()));
+                        !matches!(property, Some("skip" | "only" | "todo" | "each" | "concurrent"))
+                    }
+                    _ => false,
+                });
+                if matches!(name, "test" | "it") && as_value {
+                    let used = parent.filter(|parent| parent.kind() == "member_expression");
+                    return Some(used.and_then(|used| test_code.get(used.byte_range())).unwrap_or(name).to_owned());
+                }
             }
         }
         if node.kind() == "call_expression" {
@@ -814,6 +869,27 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
                     }
                 }
             }
+            // A value read inside the macro (`assert_eq!(f(a), 1)` with no `a` anywhere): a lowercase name that is
+            // neither a path segment, a field, a macro, a call, a struct literal nor a field of one.
+            for (idx, child) in children.iter().enumerate() {
+                let previous = idx.checked_sub(1).map(|at| children[at].kind());
+                let next = children.get(idx + 1);
+                let next_text = next.and_then(|next| test_code.get(next.byte_range())).unwrap_or("");
+                let qualified = matches!(previous, Some("." | "::" | "'" | "$"));
+                let followed = matches!(next.map(|next| next.kind()), Some("!" | "::" | ":"))
+                    || next_text.starts_with('(')
+                    || next_text.starts_with('{');
+                let Some(name) = test_code.get(child.byte_range()) else { continue };
+                let lowercase = name.starts_with(|ch: char| ch.is_ascii_lowercase() || ch == '_');
+                if child.kind() == "identifier"
+                    && lowercase
+                    && !qualified
+                    && !followed
+                    && !RUST_KEYWORDS.contains(&name)
+                {
+                    callees.push(name);
+                }
+            }
         }
         stack.extend(children);
     }
@@ -825,24 +901,33 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
             !ident(before) && !ident(after)
         })
     };
-    let declared = |name: &str| {
-        file_text.lines().any(|line| {
-            let line = line.trim_start();
-            if line.starts_with("use ") || line.starts_with("import ") || line.starts_with("pub use ") {
-                return word(line, name);
-            }
+    // Items anywhere in the file (the Rust tests see them through `use super::*`) and imports; local bindings
+    // (`let`, `for`) only in the test code itself: a `let a` in another function of the file is not in scope.
+    let binds = |text: &str, name: &str, keywords: &[&str]| {
+        text.lines().any(|line| {
             let mut tokens =
                 line.split(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '$')).filter(|t| !t.is_empty());
             let mut previous = "";
             tokens.any(|token| {
-                let declares = matches!(
-                    previous,
-                    "fn" | "function" | "struct" | "enum" | "const" | "let" | "var" | "static" | "class" | "mut"
-                );
+                let declares = keywords.contains(&previous);
                 previous = token;
                 declares && token == name
             })
         })
+    };
+    let declared = |name: &str| {
+        let imported = file_text.lines().map(str::trim_start).any(|line| {
+            (line.starts_with("use ") || line.starts_with("import ") || line.starts_with("pub use "))
+                && word(line, name)
+        });
+        let item_keywords: &[&str] = if lang == Lang::Rust {
+            &["fn", "struct", "enum", "const", "static", "type"]
+        } else {
+            &["function", "const", "let", "var", "class"]
+        };
+        imported
+            || binds(file_text, name, item_keywords)
+            || binds(test_code, name, &["let", "mut", "for", "const", "var", "function", "fn"])
     };
     // Parameters of closures and functions inside the test code (`(f) => f(1)`, `|f| f(1)`) are declared there.
     let parameter = |name: &str| {
@@ -893,12 +978,24 @@ mod tests {
         );
         let unknown_enum = "test(\"c\", () => {\n  assert.equal(compose(NetworkMode.OPEN), false);\n});";
         assert_eq!(calls(unknown_enum), Some("NetworkMode".to_owned()));
+        let framework = "test(\"c\", () => {\n  assert.equal(compose(test.networkMode), false);\n});";
+        assert_eq!(calls(framework), Some("test.networkMode".to_owned()));
+        assert_eq!(calls("test.skip(\"c\", () => {\n  assert.equal(compose(), 1);\n});"), None);
         let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(compose(x, Math.PI), { x });\n});";
         assert_eq!(calls(locals), None);
         let rust_file = "use std::collections::HashMap;\npub fn total(xs: &[u32]) -> u32 { xs.iter().sum() }\nfn helper() -> u32 { 1 }\n";
         let rust = |code: &str| unknown_callee(Lang::Rust, &format!("{rust_file}{code}"), code);
         assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(total(&[1, 2]), 3);\n    assert_eq!(helper(), Some(1).unwrap());\n}\n"), None);
         assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(add(1, 2), 3);\n}\n"), Some("add".to_owned()));
+        assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(total(&[a, 2]), 3);\n}\n"), Some("a".to_owned()));
+        let bound = "#[test]\nfn t() {\n    let a = 1;\n    for b in [2] {\n        assert_eq!(total(&[a, b]), 3, \"{}\", a.max(b));\n    }\n}\n";
+        assert_eq!(rust(bound), None);
+        // A `let a` in another function of the file does not put `a` in the test's scope.
+        let other = "pub fn total(xs: &[u32]) -> u32 {\n    let a = 1;\n    a\n}\n";
+        let test = "#[test]\nfn t() {\n    assert_eq!(total(&[a]), 1);\n}\n";
+        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
+        assert_eq!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(&[1, 2]), 3);\n}\n"), 0);
+        assert!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(x: &[1, 2]), 3);\n}\n") > 0);
         assert_eq!(
             rust("#[test]\nfn t() {\n    let m: HashMap<u32, u32> = HashMap::new();\n    assert!(m.is_empty());\n}\n"),
             None
