@@ -930,11 +930,17 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
             || binds(test_code, name, &["let", "mut", "for", "const", "var", "function", "fn"])
     };
     // Parameters of closures and functions inside the test code (`(f) => f(1)`, `|f| f(1)`) are declared there.
+    // (In Rust only closures' `|a, b|` and typed `(a: T)`: `f(a, b)` is a call, not a parameter list.)
     let parameter = |name: &str| {
+        let (opens, closes): (&[&str], &[&str]) = if lang == Lang::Rust {
+            (&["(", ", ", "|"], &[":", "|"])
+        } else {
+            (&["(", ", ", "|"], &[")", ",", ":", "?", "|"])
+        };
+        let closure_list = lang == Lang::Rust && test_code.contains(&format!("|{name},"));
         test_code.contains(&format!("{name} =>"))
-            || ["(", ", ", "|"].iter().any(|open| {
-                [")", ",", ":", "?", "|"].iter().any(|close| test_code.contains(&format!("{open}{name}{close}")))
-            })
+            || closure_list
+            || opens.iter().any(|open| closes.iter().any(|close| test_code.contains(&format!("{open}{name}{close}"))))
     };
     callees.into_iter().find(|name| !globals.contains(name) && !declared(name) && !parameter(name)).map(str::to_owned)
 }
@@ -994,6 +1000,10 @@ mod tests {
         let other = "pub fn total(xs: &[u32]) -> u32 {\n    let a = 1;\n    a\n}\n";
         let test = "#[test]\nfn t() {\n    assert_eq!(total(&[a]), 1);\n}\n";
         assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
+        let test = "#[test]\nfn t() {\n    assert_eq!(total(&[a, b]), 1);\n}\n";
+        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
+        let closure = "#[test]\nfn t() {\n    let f = |a, b: u32| total(&[a, b]);\n    assert_eq!(f(1, 2), 3);\n}\n";
+        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{closure}"), closure), None);
         assert_eq!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(&[1, 2]), 3);\n}\n"), 0);
         assert!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(x: &[1, 2]), 3);\n}\n") > 0);
         assert_eq!(
