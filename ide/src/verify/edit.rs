@@ -589,11 +589,13 @@ pub fn check_tests(
     if total_after > before {
         return Err(Rejection::SyntaxErrors { in_edit: total_after - before, total_before: before, total_after });
     }
-    if let Some(name) = unknown_callee(lang, new_file_text, test_code) {
+    // The test code alone (it parses by itself: a `#[test]` function, a `test(…)` call).
+    let test_tree = crate::parse::text(lang, test_code);
+    if let Some(name) = test_tree.as_ref().and_then(|tree| unknown_callee(lang, new_file_text, test_code, tree)) {
         return Err(Rejection::UnknownCall(name));
     }
-    if lang == Lang::Rust {
-        let in_macros = assertion_syntax_errors(test_code);
+    if let Some(test_tree) = test_tree.as_ref().filter(|_| lang == Lang::Rust) {
+        let in_macros = assertion_syntax_errors(test_code, test_tree);
         if in_macros > 0 {
             return Err(Rejection::SyntaxErrors {
                 in_edit: in_macros,
@@ -717,8 +719,7 @@ pub fn check_expected_values(lang: Lang, function_source: &str, test_code: &str,
 
 /// Syntax errors inside Rust assertion macros, which tree-sitter reads as bare token trees: each
 /// `assert!(…)`, `assert_eq!(…)`, `assert_ne!(…)` is parsed again as the expression `(…)`.
-fn assertion_syntax_errors(test_code: &str) -> usize {
-    let Some(tree) = crate::parse::text(Lang::Rust, test_code) else { return 0 };
+fn assertion_syntax_errors(test_code: &str, tree: &Tree) -> usize {
     let mut errors = 0;
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
@@ -821,8 +822,7 @@ const RUST_GLOBAL_CALLS: &[&str] = &["Some", "Ok", "Err", "drop", "Box", "Vec", 
 /// TypeScript the first name it reads at all (`NetworkMode.OPEN`), that `file_text` (the test file with the tests
 /// in it) neither declares nor names in an import, and that is not a global or a prelude function; `None` when
 /// every name resolves (or the code does not parse).
-fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String> {
-    let tree = crate::parse::text(lang, test_code)?;
+fn unknown_callee(lang: Lang, file_text: &str, test_code: &str, tree: &Tree) -> Option<String> {
     let globals = if lang == Lang::Rust { RUST_GLOBAL_CALLS } else { TS_GLOBAL_CALLS };
     let mut callees = Vec::new();
     let mut stack = vec![tree.root_node()];
@@ -893,22 +893,16 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
         }
         stack.extend(children);
     }
-    let word = |line: &str, name: &str| {
-        line.match_indices(name).any(|(at, _)| {
-            let before = line[..at].chars().next_back();
-            let after = line[at + name.len()..].chars().next();
-            let ident = |ch: Option<char>| ch.is_some_and(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$');
-            !ident(before) && !ident(after)
-        })
-    };
+    // Identifiers of a line (TypeScript's may hold `$`).
+    fn idents(line: &str) -> impl Iterator<Item = &str> {
+        line.split(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '$')).filter(|token| !token.is_empty())
+    }
     // Items anywhere in the file (the Rust tests see them through `use super::*`) and imports; local bindings
     // (`let`, `for`) only in the test code itself: a `let a` in another function of the file is not in scope.
     let binds = |text: &str, name: &str, keywords: &[&str]| {
         text.lines().any(|line| {
-            let mut tokens =
-                line.split(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '$')).filter(|t| !t.is_empty());
             let mut previous = "";
-            tokens.any(|token| {
+            idents(line).any(|token| {
                 let declares = keywords.contains(&previous);
                 previous = token;
                 declares && token == name
@@ -918,7 +912,7 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
     let declared = |name: &str| {
         let imported = file_text.lines().map(str::trim_start).any(|line| {
             (line.starts_with("use ") || line.starts_with("import ") || line.starts_with("pub use "))
-                && word(line, name)
+                && idents(line).any(|token| token == name)
         });
         let item_keywords: &[&str] = if lang == Lang::Rust {
             &["fn", "struct", "enum", "const", "static", "type"]
@@ -949,6 +943,14 @@ fn unknown_callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String
 mod tests {
     use super::*;
 
+    fn callee(lang: Lang, file_text: &str, test_code: &str) -> Option<String> {
+        unknown_callee(lang, file_text, test_code, &crate::parse::text(lang, test_code)?)
+    }
+
+    fn macro_errors(test_code: &str) -> usize {
+        assertion_syntax_errors(test_code, &crate::parse::text(Lang::Rust, test_code).unwrap())
+    }
+
     #[test]
     fn expected_values_of_the_wrong_kind_are_refused() {
         let ts =
@@ -974,7 +976,7 @@ mod tests {
     #[test]
     fn tests_that_call_what_the_file_does_not_have_are_refused() {
         let file = "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n";
-        let calls = |code: &str| unknown_callee(Lang::TypeScript, &format!("{file}{code}"), code);
+        let calls = |code: &str| callee(Lang::TypeScript, &format!("{file}{code}"), code);
         assert_eq!(calls("test(\"c\", () => {\n  assert.equal(add(2, 3), 5);\n});"), Some("add".to_owned()));
         assert_eq!(calls("test(\"c\", () => {\n  assert.equal(compose()(1), 1);\n});"), None);
         assert_eq!(calls("test(\"c\", () => {\n  const twice = (x: number) => 2 * x;\n  assert.equal(compose(twice)(1), 2);\n});"), None);
@@ -990,7 +992,7 @@ mod tests {
         let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(compose(x, Math.PI), { x });\n});";
         assert_eq!(calls(locals), None);
         let rust_file = "use std::collections::HashMap;\npub fn total(xs: &[u32]) -> u32 { xs.iter().sum() }\nfn helper() -> u32 { 1 }\n";
-        let rust = |code: &str| unknown_callee(Lang::Rust, &format!("{rust_file}{code}"), code);
+        let rust = |code: &str| callee(Lang::Rust, &format!("{rust_file}{code}"), code);
         assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(total(&[1, 2]), 3);\n    assert_eq!(helper(), Some(1).unwrap());\n}\n"), None);
         assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(add(1, 2), 3);\n}\n"), Some("add".to_owned()));
         assert_eq!(rust("#[test]\nfn t() {\n    assert_eq!(total(&[a, 2]), 3);\n}\n"), Some("a".to_owned()));
@@ -999,13 +1001,13 @@ mod tests {
         // A `let a` in another function of the file does not put `a` in the test's scope.
         let other = "pub fn total(xs: &[u32]) -> u32 {\n    let a = 1;\n    a\n}\n";
         let test = "#[test]\nfn t() {\n    assert_eq!(total(&[a]), 1);\n}\n";
-        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
+        assert_eq!(callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
         let test = "#[test]\nfn t() {\n    assert_eq!(total(&[a, b]), 1);\n}\n";
-        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
+        assert_eq!(callee(Lang::Rust, &format!("{other}{test}"), test), Some("a".to_owned()));
         let closure = "#[test]\nfn t() {\n    let f = |a, b: u32| total(&[a, b]);\n    assert_eq!(f(1, 2), 3);\n}\n";
-        assert_eq!(unknown_callee(Lang::Rust, &format!("{other}{closure}"), closure), None);
-        assert_eq!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(&[1, 2]), 3);\n}\n"), 0);
-        assert!(assertion_syntax_errors("fn t() {\n    assert_eq!(total(x: &[1, 2]), 3);\n}\n") > 0);
+        assert_eq!(callee(Lang::Rust, &format!("{other}{closure}"), closure), None);
+        assert_eq!(macro_errors("fn t() {\n    assert_eq!(total(&[1, 2]), 3);\n}\n"), 0);
+        assert!(macro_errors("fn t() {\n    assert_eq!(total(x: &[1, 2]), 3);\n}\n") > 0);
         assert_eq!(
             rust("#[test]\nfn t() {\n    let m: HashMap<u32, u32> = HashMap::new();\n    assert!(m.is_empty());\n}\n"),
             None
