@@ -385,14 +385,15 @@ mod tests {
     }
 
     #[test]
-    fn execution_checks_are_off_unless_turned_on() {
+    fn execution_checks_are_on_unless_turned_off() {
         let settings = Settings::default();
-        assert!(!settings.verify.any());
-        assert!(settings.verify.commands().is_empty());
-        let settings = Settings::from_json(&json!({"verify": {"compile": true, "timeoutMs": 5000}})).unwrap();
+        assert!(settings.verify.compile && settings.verify.run_tests);
+        let settings = Settings::from_json(&json!({"verify": {"runTests": false, "timeoutMs": 5000}})).unwrap();
         assert!(settings.verify.compile && !settings.verify.run_tests);
         assert_eq!(settings.verify.timeout_ms, 5000);
         assert_eq!(settings.verify.commands(), ["cargo check", "tsc --noEmit"]);
+        let off = Settings::from_json(&json!({"verify": {"compile": false, "runTests": false}})).unwrap();
+        assert!(!off.verify.any() && off.verify.commands().is_empty());
         assert!(Settings::from_json(&json!({"verify": {"runTests": "yes"}})).is_err());
     }
 

@@ -448,7 +448,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             ..spark_ide::exec_check::VerifySettings::all()
         }
     } else {
-        spark_ide::exec_check::VerifySettings::default()
+        spark_ide::exec_check::VerifySettings::off()
     };
     let budget =
         TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };

@@ -690,8 +690,8 @@ fn spark_never_runs_commands_or_writes_files() {
                     continue;
                 }
                 // cli.rs writes with --write, the MCP server's paths.rs with `write: true` under --allow-write;
-                // exec_check.rs is the opt-in execution tier (verify.compile,
-                // verify.runTests: off unless the user turns them on, toolchain commands in scratch copies only),
+                // exec_check.rs is the execution tier (verify.compile,
+                // verify.runTests: run for a chosen task only, toolchain commands in scratch copies only),
                 // whose gate and untouched user tree tests/e2e/exec.rs checks.
                 let opted_in = path.ends_with("server/src/cli.rs")
                     || path.ends_with("server/src/mcp/paths.rs")

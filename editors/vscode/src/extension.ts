@@ -42,6 +42,8 @@ export interface SparkOptions {
   nextEdit?: { enabled?: boolean; notify?: boolean };
   remote?: Record<string, unknown>;
   context?: Record<string, unknown>;
+  /** The execution checks (the project's compiler and tests, in a scratch copy); off in an untrusted workspace. */
+  verify?: { compile: boolean; runTests: boolean };
 }
 
 let client: LanguageClient | undefined;
@@ -66,6 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("spark.editor.showStatus", showStatus),
     vscode.commands.registerCommand("spark.editor.restartServer", restartServer),
     vscode.workspace.onDidChangeConfiguration(onDidChangeConfiguration),
+    vscode.workspace.onDidGrantWorkspaceTrust(sendSettings),
   );
 
   await startClient();
@@ -98,7 +101,14 @@ export function sparkOptions(): SparkOptions {
   }
 
   const nextEdit = { enabled: config.get<boolean>("nextEdit.enabled", true), notify: true };
-  const options: SparkOptions = { model, inline, nextEdit };
+  // Checking an edit with the project's compiler runs the project's build (build scripts, proc macros): only in
+  // a workspace the user trusts.
+  const trusted = vscode.workspace.isTrusted;
+  const verify = {
+    compile: trusted && config.get<boolean>("verify.compile", true),
+    runTests: trusted && config.get<boolean>("verify.runTests", true),
+  };
+  const options: SparkOptions = { model, inline, nextEdit, verify };
   // Passed through as the server reads them (see the README's configuration table).
   const remote = config.get<Record<string, unknown>>("remote", {});
   if (remote && Object.keys(remote).length > 0) options.remote = remote;
@@ -214,6 +224,11 @@ async function onDidChangeConfiguration(event: vscode.ConfigurationChangeEvent):
     await restartServer();
     return;
   }
+  await sendSettings();
+}
+
+/** Sends the mapped settings to a running server (a setting changed, or the workspace became trusted). */
+async function sendSettings(): Promise<void> {
   if (client && client.isRunning()) {
     await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { spark: sparkOptions() } });
   }

@@ -112,7 +112,7 @@ pub struct TaskBudget {
 
 impl Default for TaskBudget {
     fn default() -> Self {
-        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::default() }
+        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::off() }
     }
 }
 
@@ -397,6 +397,47 @@ mod unit {
         let at = text.find("+;").unwrap();
         let node = fix_node(&doc, &TaskTarget { range: at..at + 1, message: None });
         assert_eq!(&text[node], "let x = 1 +;");
+    }
+
+    #[test]
+    fn names_spelled_like_the_unknown_one_are_found_in_the_file() {
+        let text =
+            "fn f(last_i2l1: isize, last_col_id: isize) -> isize {\n    let t = las_ti2l1;\n    t + last_col_id\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = text.find("las_ti2l1").unwrap();
+        let range = at..at + "las_ti2l1".len();
+        let names = fix::similar_names(&doc, range.clone(), "cannot find value `las_ti2l1` in this scope");
+        assert_eq!(names, ["last_i2l1"]);
+        // A message that names something else: no names (the diagnostic is not about this name).
+        assert!(fix::similar_names(&doc, range, "mismatched types").is_empty());
+        let text = "export function f(last: number): number {\n  return lsat + 1;\n}\n";
+        let doc = document(Lang::TypeScript, text);
+        let at = text.find("lsat").unwrap();
+        assert_eq!(fix::similar_names(&doc, at..at + 4, "Cannot find name 'lsat'."), ["last"]);
+    }
+
+    #[test]
+    fn a_line_fix_prompt_shows_the_signature_and_the_lines_around_the_error() {
+        let mut text = String::from("fn long(total: u32) -> u32 {\n");
+        for idx in 0..20 {
+            text.push_str(&format!("    let v{idx} = total + {idx};\n"));
+        }
+        text.push_str("    v18 + totl\n}\n");
+        let doc = document(Lang::Rust, &text);
+        let function = 0..text.len() - 1;
+        let at = text.find("totl").unwrap();
+        let line = fix::line_span(&text, at, at + 4);
+        let prompt = fix::fix_line_prompt(&doc, function, line, at..at + 4, "cannot find value `totl` in this scope");
+        let snippet = prompt.instruction.split("```rust\n").nth(1).unwrap().split("\n```").next().unwrap();
+        let lines: Vec<&str> = snippet.lines().collect();
+        assert_eq!(lines[0], "fn long(total: u32) -> u32 {");
+        assert_eq!(lines[1], "    // …");
+        assert_eq!(lines[2], "    let v8 = total + 8;", "{snippet}");
+        let number = lines.iter().position(|line| line.trim() == "v18 + totl").unwrap() + 1;
+        assert!(prompt.instruction.contains(&format!("at line {number} (`v18 + totl`)")), "{}", prompt.instruction);
+        assert!(prompt.instruction.contains(&format!("Answer with line {number} corrected")));
+        assert!(prompt.instruction.contains("Names in this file spelled like it: `total`."), "{}", prompt.instruction);
+        assert_eq!(lines.last(), Some(&"}"));
     }
 
     #[test]

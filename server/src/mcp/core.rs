@@ -354,7 +354,7 @@ impl Core {
         let verify = if run {
             VerifySettings { timeout_ms: self.settings.run_timeout.as_millis() as u64, ..VerifySettings::all() }
         } else {
-            VerifySettings::default()
+            VerifySettings::off()
         };
         let outcome = self.run_task(kind, snapshot, target, verify, deadline, cancel).await?;
         let changes = outcome
@@ -467,8 +467,7 @@ impl Core {
         let tree = document.tree.clone().ok_or_else(|| CoreError::Internal("the spec did not parse".into()))?;
         let snapshot = TaskDocument { text, lang, tree, path: None, version: 0, revision: 0, open_files: Vec::new() };
         let target = TaskTarget { range: 2..2, message: None };
-        let outcome =
-            self.run_task(TaskKind::Regex, snapshot, target, VerifySettings::default(), deadline, cancel).await?;
+        let outcome = self.run_task(TaskKind::Regex, snapshot, target, VerifySettings::off(), deadline, cancel).await?;
         let flavor = flavor(dialect);
         let pattern = outcome.changes.first().and_then(|change| pattern_of(lang, change.insert.trim()));
         if outcome.verified() && pattern.is_none() {

@@ -85,6 +85,10 @@ fn main() -> Result<()> {
     // The corpus (and its compiler-checked cases) only when a task needs it: `--tasks next-edit` alone does not.
     let (packages, cases) = if tasks.iter().any(|task| task != "next-edit") {
         let packages = corpus::prepare()?;
+        // The servers run with the eval's TypeScript compiler on PATH, as a real package has its own in
+        // node_modules/.bin (the corpus packages are unpacked without their dependencies): Spark's execution checks
+        // (`verify.compile`, on by default) find it there.
+        corpus::put_tools_on_path();
         let cases = cases::load_or_generate(&packages, &mut log)?;
         log(&format!(
             "cases: {} ghost spans ({} keystroke positions), {} fix, {} tests, {} regex",

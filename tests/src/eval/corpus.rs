@@ -232,6 +232,17 @@ pub fn tsc() -> PathBuf {
     eval_dir().join("tools/node_modules/typescript/bin/tsc")
 }
 
+/// Puts the eval tools' `node_modules/.bin` (tsc) first on this process's PATH, for the servers it starts.
+pub fn put_tools_on_path() {
+    let bin = eval_dir().join("tools/node_modules/.bin");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let joined = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path)));
+    if let Ok(joined) = joined {
+        // Set once at start-up, before any thread or child process.
+        std::env::set_var("PATH", joined);
+    }
+}
+
 pub fn types_dir() -> PathBuf {
     eval_dir().join("tools/node_modules/@types")
 }
