@@ -50,11 +50,22 @@ pub struct NextEditSettings {
     pub model: bool,
     /// How long the model may take for that, in milliseconds.
     pub deadline_ms: u64,
+    /// Offer predictions only once the compiler accepts them (`cargo check` / `tsc --noEmit` in the scratch copy;
+    /// `verify.compile` must be on too). Off by default: predictions follow every edit, and a build per edit is
+    /// not what the user asked for, unlike a chosen action.
+    pub compile: bool,
 }
 
 impl Default for NextEditSettings {
     fn default() -> Self {
-        NextEditSettings { enabled: true, notify: false, pause_ms: 300, model: false, deadline_ms: 2000 }
+        NextEditSettings {
+            enabled: true,
+            notify: false,
+            pause_ms: 300,
+            model: false,
+            deadline_ms: 2000,
+            compile: false,
+        }
     }
 }
 

@@ -113,6 +113,7 @@ fn next_edit_workspace(name: &str, lib: &str, output: &str, compile: bool) -> (s
     let engine = std::sync::Arc::new(spark_engine::Engine::start_scripted(vec![output.to_owned()]));
     let mut settings = Settings::default();
     settings.verify.compile = compile;
+    settings.next_edit.compile = compile;
     settings.next_edit.model = true;
     let workspace = spark_ide::Workspace::new(engine, settings, spark_ide::position::PositionEncoding::Utf16, |_| {});
     let file = dir.join("src/lib.rs");
@@ -395,7 +396,8 @@ fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
     assert!(!dir.join("src/total.test.ts").exists(), "a check wrote into the user's tree");
 }
 
-/// The server runs no command unless the user turns a tier on, and `spark/status` says what it may run.
+/// The execution checks are on by default, `spark/status` says what they may run, and turned off the server runs
+/// no command.
 #[test]
 fn status_lists_the_commands_the_settings_allow() {
     use serde_json::{json, Value};
@@ -404,19 +406,20 @@ fn status_lists_the_commands_the_settings_allow() {
     let mut client = spark_tests::LspClient::start(&[], None).unwrap();
     client.initialize(json!({})).unwrap();
     let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
-    assert_eq!(status["result"]["verify"]["commands"], json!([]), "{status}");
-    assert_eq!(status["result"]["verify"]["compile"], false);
-    client
-        .notify(
-            "workspace/didChangeConfiguration",
-            json!({"settings": {"spark": {"verify": {"compile": true, "runTests": true, "timeoutMs": 30000}}}}),
-        )
-        .unwrap();
-    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
     let commands = status["result"]["verify"]["commands"].as_array().unwrap();
     for command in ["cargo check", "tsc --noEmit", "cargo test"] {
         assert!(commands.iter().any(|listed| listed == command), "{command} not in {status}");
     }
+    assert_eq!(status["result"]["verify"]["compile"], true);
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"spark": {"verify": {"compile": false, "runTests": false, "timeoutMs": 30000}}}}),
+        )
+        .unwrap();
+    let status = client.request("spark/status", Value::Null, Duration::from_secs(10)).unwrap();
+    assert_eq!(status["result"]["verify"]["commands"], json!([]), "{status}");
+    assert_eq!(status["result"]["verify"]["compile"], false);
     assert_eq!(status["result"]["verify"]["timeoutMs"], 30000);
     client.shutdown(Duration::from_secs(10)).unwrap();
 }

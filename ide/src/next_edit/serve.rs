@@ -56,7 +56,11 @@ impl Workspace {
         let document = self.document(uri)?;
         let settings = self.settings();
         let (verified, complete) = self.predicted(uri, &document, &settings);
-        let shown = if settings.verify.compile && !complete { Arc::new(Verified::default()) } else { verified };
+        let shown = if (settings.verify.compile && settings.next_edit.compile) && !complete {
+            Arc::new(Verified::default())
+        } else {
+            verified
+        };
         Some(self.answer(&document, &shown, position))
     }
 
@@ -67,7 +71,10 @@ impl Workspace {
         // Most keystrokes find nothing computed for their revision: that is settled before the settings are read.
         let (verified, complete) = self.cached(uri, document.revision)?;
         let settings = self.settings();
-        if !settings.next_edit.enabled || settings.is_excluded(uri) || (settings.verify.compile && !complete) {
+        if !settings.next_edit.enabled
+            || settings.is_excluded(uri)
+            || ((settings.verify.compile && settings.next_edit.compile) && !complete)
+        {
             return None;
         }
         Some(self.answer(&document, &verified, position))
@@ -87,7 +94,7 @@ impl Workspace {
         }
         let verified = Arc::new(super::next_edits(lang, &document.text(), tree, &document.edits));
         let model_left = verified.edits.is_empty() && settings.next_edit.model;
-        let check_left = !verified.edits.is_empty() && settings.verify.compile;
+        let check_left = !verified.edits.is_empty() && (settings.verify.compile && settings.next_edit.compile);
         let complete = !model_left && !check_left;
         self.remember(uri, document.revision, verified.clone(), complete);
         (verified, complete)
@@ -166,7 +173,10 @@ impl Workspace {
             finished = asked.is_some();
             verified = asked.unwrap_or_default();
         }
-        if settings.verify.compile && !verified.edits.is_empty() && !cancel.is_cancelled() {
+        if (settings.verify.compile && settings.next_edit.compile)
+            && !verified.edits.is_empty()
+            && !cancel.is_cancelled()
+        {
             let path = self.path_of(uri);
             let gate = Gate::new(settings.verify, TaskKind::Fix, path.as_deref(), &text, None);
             if let Err(refusal) = gate.check(&combined_change(&text, &verified.edits), &cancel).await {

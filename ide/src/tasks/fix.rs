@@ -270,8 +270,8 @@ pub fn narrow_rewrite(text: &str, node: Range<usize>, candidate: &str) -> (Range
     (replace, candidate[head..candidate.len() - tail].to_owned())
 }
 
-/// When the message names the diagnosed name (rustc's "cannot find value `las_ti2l1`", tsc's "Cannot find name
-/// 'lsat'"), the file's other names closest to it in spelling (at most three, within a third of its length in
+/// When the message names the diagnosed name (rustc's "cannot find value `totl`", tsc's "Cannot find name
+/// 'cuont'"), the file's other names closest to it in spelling (at most three, within a third of its length in
 /// edits): a compiler's "did you mean", for a model that otherwise sees only part of the file.
 pub(super) fn similar_names(document: &TaskDocument, diagnosed: Range<usize>, message: &str) -> Vec<String> {
     let root = document.tree.root_node();
@@ -285,7 +285,7 @@ pub(super) fn similar_names(document: &TaskDocument, diagnosed: Range<usize>, me
         let node = cursor.node();
         if node.child_count() == 0 && node.kind().ends_with("identifier") && node.byte_range() != leaf.byte_range() {
             if let Ok(other) = node.utf8_text(source) {
-                let distance = strsim::damerau_levenshtein(name, other);
+                let distance = edit_distance(name, other);
                 if other != name && distance <= limit && !found.iter().any(|(_, seen)| seen == other) {
                     found.push((distance, other.to_owned()));
                 }
@@ -305,6 +305,30 @@ pub(super) fn similar_names(document: &TaskDocument, diagnosed: Range<usize>, me
     }
     found.sort();
     found.into_iter().take(3).map(|(_, other)| other).collect()
+}
+
+/// Edits (a character inserted, deleted or replaced, or two neighbours swapped) from `a` to `b`: the optimal
+/// string alignment distance, over characters.
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rows of the table: two back (for a swap), the previous one and the current one.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            current[j] = (previous[j] + 1).min(current[j - 1] + 1).min(previous[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                current[j] = current[j].min(before[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
 }
 
 /// The name token at `diagnosed` when the message names it.

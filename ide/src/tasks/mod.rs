@@ -401,19 +401,22 @@ mod unit {
 
     #[test]
     fn names_spelled_like_the_unknown_one_are_found_in_the_file() {
-        let text =
-            "fn f(last_i2l1: isize, last_col_id: isize) -> isize {\n    let t = las_ti2l1;\n    t + last_col_id\n}\n";
+        let text = "fn f(prev_row: isize, prev_col: isize) -> isize {\n    let t = pervrow;\n    t + prev_col\n}\n";
         let doc = document(Lang::Rust, text);
-        let at = text.find("las_ti2l1").unwrap();
-        let range = at..at + "las_ti2l1".len();
-        let names = fix::similar_names(&doc, range.clone(), "cannot find value `las_ti2l1` in this scope");
-        assert_eq!(names, ["last_i2l1"]);
+        let at = text.find("pervrow").unwrap();
+        let range = at..at + "pervrow".len();
+        let names = fix::similar_names(&doc, range.clone(), "cannot find value `pervrow` in this scope");
+        assert_eq!(names, ["prev_row"]);
         // A message that names something else: no names (the diagnostic is not about this name).
         assert!(fix::similar_names(&doc, range, "mismatched types").is_empty());
-        let text = "export function f(last: number): number {\n  return lsat + 1;\n}\n";
+        let text = "export function f(count: number): number {\n  return cuont + 1;\n}\n";
         let doc = document(Lang::TypeScript, text);
-        let at = text.find("lsat").unwrap();
-        assert_eq!(fix::similar_names(&doc, at..at + 4, "Cannot find name 'lsat'."), ["last"]);
+        let at = text.find("cuont").unwrap();
+        assert_eq!(fix::similar_names(&doc, at..at + 5, "Cannot find name 'cuont'."), ["count"]);
+        // Swapped neighbours are one edit.
+        assert_eq!(fix::edit_distance("cuont", "count"), 1);
+        assert_eq!(fix::edit_distance("", "abc"), 3);
+        assert_eq!(fix::edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]
