@@ -107,16 +107,7 @@ pub(super) async fn fix(
                 insert: other,
             };
             match exec.check(&change, cancel).await {
-                Ok(()) if exec.ran_any() => {
-                    return Ok(TaskOutcome {
-                        changes: vec![change],
-                        title,
-                        samples_tried: tried,
-                        rejections,
-                        ms: 0,
-                        tier: Tier::Fast,
-                    });
-                }
+                Ok(()) if exec.ran_any() => return Ok(sampled(&title, Some(change), tried, rejections)),
                 // No compiler could be run here: leave it to the model.
                 Ok(()) => break,
                 Err(refusal) => rejections.push(refusal),
@@ -144,15 +135,8 @@ pub(super) async fn fix(
                 .await?;
             tried += line_tried;
             rejections.extend(line_rejections);
-            if let Some(change) = found {
-                return Ok(TaskOutcome {
-                    changes: vec![change],
-                    title,
-                    samples_tried: tried,
-                    rejections,
-                    ms: 0,
-                    tier: Tier::Fast,
-                });
+            if found.is_some() {
+                return Ok(sampled(&title, found, tried, rejections));
             }
         }
     }
@@ -171,10 +155,7 @@ pub(super) async fn fix(
         .await?;
     tried += node_tried;
     rejections.extend(node_rejections);
-    let Some(change) = found else {
-        return Ok(TaskOutcome { samples_tried: tried, rejections, ..nothing(&title) });
-    };
-    Ok(TaskOutcome { changes: vec![change], title, samples_tried: tried, rejections, ms: 0, tier: Tier::Fast })
+    Ok(sampled(&title, found, tried, rejections))
 }
 
 /// A model's rewrite of `node` as a checked edit: a chat answer's repeats of the code around the node taken
