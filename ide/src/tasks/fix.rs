@@ -4,8 +4,9 @@ use super::*;
 use crate::exec_check::Gate;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 use crate::tiers::Tier;
-use crate::verify::{check_changes_diagnosed_node, check_rewrite};
+use crate::verify::{check_changes_diagnosed_node, check_rewrite, message_names};
 use spark_engine::EngineError;
+use spark_grammars::tree_sitter::Node;
 use spark_grammars::{smallest_capture, syntax_errors};
 use std::ops::Range;
 use tokio_util::sync::CancellationToken;
@@ -88,23 +89,21 @@ pub(super) async fn fix(
     let started = Instant::now();
     let mut tried = 0;
     let mut rejections: Vec<String> = refused_repair.into_iter().collect();
+    // Where the compiler checks candidates (a diagnostic in code that parses, a project around the file).
+    let compiled = !at_syntax_error && exec.compiles();
+    let diagnosed_name = target.message.as_deref().and_then(|message| diagnosed_name(document, &target.range, message));
+    let similar = diagnosed_name.map(|leaf| similar_names(document, leaf)).unwrap_or_default();
     // A name the compiler cannot find, spelled like one the file has: that name in its place is a candidate (the
     // compilers' own "did you mean"), offered only when the compiler accepts the file with it (`verify.compile`):
     // the nearest name is not a fix unless it type-checks. Without a compiler the model decides, told the names.
-    if !at_syntax_error && exec.compiles() {
-        let name = target.message.as_deref().and_then(|message| {
-            let leaf = diagnosed_name(document, target.range.clone(), message)?;
-            Some((leaf.byte_range(), similar_names(document, target.range.clone(), message)))
-        });
-        for (range, other) in
-            name.into_iter().flat_map(|(range, names)| names.into_iter().map(move |n| (range.clone(), n)))
-        {
+    if let Some(leaf) = diagnosed_name.filter(|_| compiled) {
+        for other in &similar {
             let change = FileChange {
                 path: None,
                 create: false,
                 old_text: document.text.clone(),
-                replace: range,
-                insert: other,
+                replace: leaf.byte_range(),
+                insert: other.clone(),
             };
             match exec.check(&change, cancel).await {
                 Ok(()) if exec.ran_any() => return Ok(sampled(&title, Some(change), tried, rejections)),
@@ -123,10 +122,10 @@ pub(super) async fn fix(
     // above it took the strong tier's whole budget. Without the compiler the line answers were more often wrong
     // (the evaluation's 32 semantic cases: 8 wrong of 18 offered, against 3 of 10 for whole functions), so then
     // only the whole-function rewrite runs.
-    if chat && !at_syntax_error && exec.compiles() {
+    if chat && compiled {
         let line = line_span(&document.text, target.range.start, target.range.end);
         if function.start <= line.start && line.end <= function.end && line != function && line.len() <= 400 {
-            let task = fix_line_prompt(document, function.clone(), line.clone(), target.range.clone(), &message);
+            let task = fix_line_prompt(document, function.clone(), line.clone(), &message, &similar);
             let line_budget = TaskBudget { samples: budget.samples.min(2), time: budget.time / 2, ..budget };
             let (found, line_tried, line_rejections) =
                 sample_until(generator, &task, line.len() / 2 + 64, line_budget, exec, cancel, |candidate, style| {
@@ -145,7 +144,7 @@ pub(super) async fn fix(
     // of the code a bare expression stands for); the edit is then narrowed to what it changed.
     let node = function;
     let broken = &document.text[node.clone()];
-    let task = fix_prompt(document, node.clone(), target.range.clone(), &message);
+    let task = fix_prompt(document, node.clone(), target.range.start, &message, &similar);
     let max_tokens = broken.len() / 2 + 32;
     let rest = TaskBudget { time: budget.time.saturating_sub(started.elapsed()), ..budget };
     let (found, node_tried, node_rejections) =
@@ -251,13 +250,12 @@ pub fn narrow_rewrite(text: &str, node: Range<usize>, candidate: &str) -> (Range
     (replace, candidate[head..candidate.len() - tail].to_owned())
 }
 
-/// When the message names the diagnosed name (rustc's "cannot find value `totl`", tsc's "Cannot find name
-/// 'cuont'"), the file's other names closest to it in spelling (at most three, within a third of its length in
-/// edits): a compiler's "did you mean", for a model that otherwise sees only part of the file.
-pub(super) fn similar_names(document: &TaskDocument, diagnosed: Range<usize>, message: &str) -> Vec<String> {
+/// The file's other names closest in spelling to `leaf`, the name a compiler's message says it cannot find
+/// (rustc's "cannot find value `totl`", tsc's "Cannot find name 'cuont'"; see [`diagnosed_name`]): at most three,
+/// within a third of its length in edits. A compiler's "did you mean", for a model that sees only part of the file.
+pub(super) fn similar_names(document: &TaskDocument, leaf: Node<'_>) -> Vec<String> {
     let root = document.tree.root_node();
     let source = document.text.as_bytes();
-    let Some(leaf) = diagnosed_name(document, diagnosed, message) else { return Vec::new() };
     let name = &document.text[leaf.byte_range()];
     let limit = (name.chars().count() / 3).max(1);
     let mut found: Vec<(usize, String)> = Vec::new();
@@ -313,21 +311,20 @@ pub(super) fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The name token at `diagnosed` when the message names it.
-fn diagnosed_name<'t>(
+pub(super) fn diagnosed_name<'t>(
     document: &'t TaskDocument,
-    diagnosed: Range<usize>,
+    diagnosed: &Range<usize>,
     message: &str,
-) -> Option<spark_grammars::tree_sitter::Node<'t>> {
+) -> Option<Node<'t>> {
     let root = document.tree.root_node();
     let leaf = root.descendant_for_byte_range(diagnosed.start, diagnosed.end.max(diagnosed.start))?;
     let name = leaf.utf8_text(document.text.as_bytes()).ok()?;
     let is_name = leaf.child_count() == 0 && leaf.kind().ends_with("identifier");
-    (is_name && (message.contains(&format!("`{name}`")) || message.contains(&format!("'{name}'")))).then_some(leaf)
+    (is_name && message_names(message, name)).then_some(leaf)
 }
 
-/// The prompt's sentence naming [`similar_names`], or "".
-fn similar_names_hint(document: &TaskDocument, diagnosed: Range<usize>, message: &str) -> String {
-    let names = similar_names(document, diagnosed, message);
+/// The prompts' sentence naming the [`similar_names`], or "".
+fn similar_names_hint(names: &[String]) -> String {
     if names.is_empty() {
         return String::new();
     }
@@ -340,11 +337,11 @@ fn similar_names_hint(document: &TaskDocument, diagnosed: Range<usize>, message:
 pub(super) fn fix_prompt(
     document: &TaskDocument,
     node: Range<usize>,
-    diagnosed: Range<usize>,
+    error_at: usize,
     message: &str,
+    similar: &[String],
 ) -> TaskPrompt {
-    let error_at = diagnosed.start;
-    let hint = similar_names_hint(document, diagnosed, message);
+    let hint = similar_names_hint(similar);
     let language = language_name(document.lang);
     let tag = fence_tag(document.lang);
     let text = &document.text;
@@ -397,10 +394,10 @@ pub(super) fn fix_line_prompt(
     document: &TaskDocument,
     function: Range<usize>,
     line: Range<usize>,
-    diagnosed: Range<usize>,
     message: &str,
+    similar: &[String],
 ) -> TaskPrompt {
-    let hint = similar_names_hint(document, diagnosed, message);
+    let hint = similar_names_hint(similar);
     let language = language_name(document.lang);
     let tag = fence_tag(document.lang);
     let text = &document.text;

@@ -405,14 +405,17 @@ mod unit {
         let doc = document(Lang::Rust, text);
         let at = text.find("pervrow").unwrap();
         let range = at..at + "pervrow".len();
-        let names = fix::similar_names(&doc, range.clone(), "cannot find value `pervrow` in this scope");
-        assert_eq!(names, ["prev_row"]);
+        let names = |range: Range<usize>, message: &str| {
+            fix::diagnosed_name(&doc, &range, message).map(|leaf| fix::similar_names(&doc, leaf)).unwrap_or_default()
+        };
+        assert_eq!(names(range.clone(), "cannot find value `pervrow` in this scope"), ["prev_row"]);
         // A message that names something else: no names (the diagnostic is not about this name).
-        assert!(fix::similar_names(&doc, range, "mismatched types").is_empty());
+        assert!(names(range, "mismatched types").is_empty());
         let text = "export function f(count: number): number {\n  return cuont + 1;\n}\n";
         let doc = document(Lang::TypeScript, text);
         let at = text.find("cuont").unwrap();
-        assert_eq!(fix::similar_names(&doc, at..at + 5, "Cannot find name 'cuont'."), ["count"]);
+        let leaf = fix::diagnosed_name(&doc, &(at..at + 5), "Cannot find name 'cuont'.").unwrap();
+        assert_eq!(fix::similar_names(&doc, leaf), ["count"]);
         // Swapped neighbours are one edit.
         assert_eq!(fix::edit_distance("cuont", "count"), 1);
         assert_eq!(fix::edit_distance("", "abc"), 3);
@@ -430,7 +433,9 @@ mod unit {
         let function = 0..text.len() - 1;
         let at = text.find("totl").unwrap();
         let line = fix::line_span(&text, at, at + 4);
-        let prompt = fix::fix_line_prompt(&doc, function, line, at..at + 4, "cannot find value `totl` in this scope");
+        let message = "cannot find value `totl` in this scope";
+        let leaf = fix::diagnosed_name(&doc, &(at..at + 4), message).unwrap();
+        let prompt = fix::fix_line_prompt(&doc, function, line, message, &fix::similar_names(&doc, leaf));
         let snippet = prompt.instruction.split("```rust\n").nth(1).unwrap().split("\n```").next().unwrap();
         let lines: Vec<&str> = snippet.lines().collect();
         assert_eq!(lines[0], "fn long(total: u32) -> u32 {");

@@ -247,8 +247,7 @@ pub fn check_changes_diagnosed_node(
     let named = source.get(diagnosed.clone()).filter(|text| {
         !text.is_empty()
             && text.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$')
-            && message
-                .is_some_and(|message| message.contains(&format!("`{text}`")) || message.contains(&format!("'{text}'")))
+            && message.is_some_and(|message| message_names(message, text))
     });
     if named.is_some() {
         let overlaps = edit.start < diagnosed.end && edit.end > diagnosed.start;
@@ -261,6 +260,11 @@ pub fn check_changes_diagnosed_node(
         return Ok(());
     }
     Err(Rejection::MissesDiagnosedCode)
+}
+
+/// Whether a compiler's message names `name` as rustc (`` `name` ``) and tsc (`'name'`) quote it.
+pub fn message_names(message: &str, name: &str) -> bool {
+    message.contains(&format!("`{name}`")) || message.contains(&format!("'{name}'"))
 }
 
 /// The code a diagnostic at `diagnosed` is about (see [`check_changes_diagnosed_node`]).
