@@ -293,7 +293,7 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         ms: 100,
         note: String::new(),
     };
-    let keystroke = |shown: &str, correct: bool| Keystroke {
+    let keystroke = |shown: &str, correct: bool, after_tab: bool| Keystroke {
         lang: Lang::Ts,
         case: "g".into(),
         ms: 50,
@@ -301,12 +301,20 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         correct,
         breaks_parse: !correct && !shown.is_empty(),
         crash_or_timeout: false,
+        after_tab,
     };
     let run = Run {
         label: "self-test".into(),
         model: "none".into(),
         results: vec![case("a", true, true, false), case("b", true, false, false), case("c", false, false, true)],
-        keystrokes: vec![keystroke("", false), keystroke("x(", false), keystroke("foo();", true)],
+        // Typed through: the last two keystrokes come after the first right answer (Tab).
+        keystrokes: vec![
+            keystroke("", false, false),
+            keystroke("x(", false, false),
+            keystroke("foo();", true, false),
+            keystroke("oo();", true, true),
+            keystroke("o(1);", false, true),
+        ],
         spans: vec![Span { lang: Lang::Ts, case: "g".into(), chars: 10, supplied: 6 }],
         next_edits: Vec::new(),
         wall_s: 1.0,
@@ -315,9 +323,10 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
     assert_eq!((rows[0].offered, rows[0].correct, rows[0].offered_but_wrong, rows[0].crash_or_timeout), (2, 1, 1, 1));
     let ghost = report::ghost_rows(&run);
     assert_eq!(
-        (ghost[0].shown, ghost[0].correct_first_line, ghost[0].shown_wrong, ghost[0].breaks_parse),
-        (2, 1, 1, 1)
+        (ghost[0].keystrokes, ghost[0].shown, ghost[0].correct_first_line, ghost[0].shown_wrong, ghost[0].breaks_parse),
+        (5, 4, 2, 2, 2)
     );
+    assert_eq!((ghost[0].until_tab, ghost[0].spans_right), ((3, 1, 1), 1));
     let markdown = report::markdown(&run);
     assert!(markdown.contains("offered but wrong") && markdown.contains("| fix | rust | 3 |"), "{markdown}");
     let png = std::env::temp_dir().join(format!("spark-eval-self-test-{}.png", std::process::id()));

@@ -26,10 +26,12 @@ fn main() -> Result<()> {
     let mut models: Vec<Option<PathBuf>> = Vec::new();
     let mut only: Vec<String> = Vec::new();
     let mut variants: Vec<serde_json::Value> = Vec::new();
+    let mut llama_vim = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
+            "--llama-vim" => llama_vim = true,
             "--tasks" => {
                 let list = args.next().context("--tasks needs a list, e.g. ghost,fix")?;
                 tasks = list.split(',').map(|task| task.trim().to_owned()).collect();
@@ -70,7 +72,7 @@ fn main() -> Result<()> {
             "-h" | "--help" => {
                 println!(
                     "spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models] \
-                     [--only ID,...] [--settings JSON]... [--min-confidence X]..."
+                     [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim]"
                 );
                 return Ok(());
             }
@@ -147,8 +149,31 @@ fn main() -> Result<()> {
                 label,
                 settings: settings.clone(),
                 only: only.clone(),
+                llama_vim: false,
             };
             runs.push(run::run(&inputs, &options, &mut log)?);
+        }
+        if llama_vim && tasks.iter().any(|task| task == "ghost") {
+            let name = model
+                .as_ref()
+                .and_then(|path| path.file_stem())
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "default model".into());
+            let options = run::Options {
+                quick,
+                tasks: vec!["ghost".into()],
+                model: model.clone(),
+                label: format!("llama.vim → llama-server, {name}"),
+                settings: serde_json::json!({}),
+                only: only.clone(),
+                llama_vim: true,
+            };
+            // llama.vim needs a model with fill-in-the-middle tokens: without them the run is skipped, not the
+            // evaluation.
+            match run::run(&inputs, &options, &mut log) {
+                Ok(run) => runs.push(run),
+                Err(error) => log(&format!("llama.vim with {name}: skipped: {error:#}")),
+            }
         }
     }
     let out = eval::eval_dir();

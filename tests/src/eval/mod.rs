@@ -10,6 +10,7 @@ pub mod check;
 pub mod corpus;
 pub mod drive;
 pub mod history;
+pub mod llama_vim;
 pub mod report;
 pub mod run;
 

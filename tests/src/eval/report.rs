@@ -55,6 +55,10 @@ pub struct GhostRow {
     pub crash_or_timeout: usize,
     pub chars: usize,
     pub supplied_chars: usize,
+    /// Spans with a right first line at some keystroke.
+    pub spans_right: usize,
+    /// Counted as if each span ended at its first right answer (Tab): keystrokes, right, shown wrong.
+    pub until_tab: (usize, usize, usize),
     pub p50_ms: u64,
     pub p95_ms: u64,
     pub spark_s: f64,
@@ -178,6 +182,15 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
             crash_or_timeout: keys.iter().filter(|k| k.crash_or_timeout).count(),
             chars: spans.iter().map(|s| s.chars).sum(),
             supplied_chars: spans.iter().map(|s| s.supplied).sum(),
+            spans_right: spans.iter().filter(|s| keys.iter().any(|k| k.case == s.case && k.correct)).count(),
+            until_tab: {
+                let before: Vec<_> = keys.iter().filter(|k| !k.after_tab).collect();
+                (
+                    before.len(),
+                    before.iter().filter(|k| k.correct).count(),
+                    before.iter().filter(|k| !k.shown.is_empty() && !k.correct).count(),
+                )
+            },
             p50_ms: percentile(&mut ms, 0.5),
             p95_ms: percentile(&mut ms, 0.95),
             spark_s,
@@ -222,12 +235,12 @@ pub fn markdown(run: &Run) -> String {
     let ghost = ghost_rows(run);
     if !ghost.is_empty() {
         out.push_str(
-            "| ghost text | spans | keystrokes | shown | correct first line | **shown wrong** | breaks the parse | crash/timeout | chars by Tab | p50 ms | p95 ms | correct/s |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| ghost text (typed through) | spans | keystrokes | shown | correct first line | **shown wrong** | breaks the parse | crash/timeout | spans with a right line | chars by Tab | until Tab: keystrokes / right / wrong | p50 ms | p95 ms | correct/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &ghost {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {} | {} | {:.3} |\n",
+                "| {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.3} |\n",
                 row.lang.name(),
                 row.spans,
                 row.keystrokes,
@@ -236,7 +249,11 @@ pub fn markdown(run: &Run) -> String {
                 pct(row.shown_wrong, row.keystrokes),
                 pct(row.breaks_parse, row.shown),
                 row.crash_or_timeout,
+                pct(row.spans_right, row.spans),
                 pct(row.supplied_chars, row.chars),
+                row.until_tab.0,
+                pct(row.until_tab.1, row.until_tab.0),
+                pct(row.until_tab.2, row.until_tab.0),
                 row.p50_ms,
                 row.p95_ms,
                 row.correct_per_s

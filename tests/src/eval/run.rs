@@ -28,6 +28,8 @@ pub struct Options {
     pub settings: serde_json::Value,
     /// Only these case ids (empty: all).
     pub only: Vec<String>,
+    /// Ghost text from llama-server driven as llama.vim drives it (with this run's model) instead of Spark.
+    pub llama_vim: bool,
 }
 
 /// One task case: what Spark did and what the independent check said.
@@ -60,6 +62,9 @@ pub struct Keystroke {
     pub correct: bool,
     pub breaks_parse: bool,
     pub crash_or_timeout: bool,
+    /// Typed after the span's first right answer: a user who pressed Tab there would not have typed it (the
+    /// replay types every span through, as the ruler does; `report` counts both ways).
+    pub after_tab: bool,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -67,7 +72,7 @@ pub struct Span {
     pub lang: Lang,
     pub case: String,
     pub chars: usize,
-    /// Characters an accepted suggestion (Tab) supplied.
+    /// Characters an accepted suggestion (Tab) supplied: the rest of the line at the first right answer.
     pub supplied: usize,
 }
 
@@ -183,8 +188,6 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
     std::fs::create_dir_all(&logs)?;
     let file_label: String =
         options.label.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' { ch } else { '-' }).collect();
-    let stderr = logs.join(format!("spark-lsp-{file_label}.log"));
-    let mut server = Server::start(options.model.as_deref(), &options.settings, stderr)?;
     let mut run = Run {
         label: options.label.clone(),
         model: options.model.as_ref().map(|model| model.display().to_string()).unwrap_or_else(|| "default".into()),
@@ -192,6 +195,22 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
     };
     let wants = |task: &str| options.tasks.iter().any(|wanted| wanted == task);
     let package = |name: &str| packages.iter().find(|package| package.name == name).context("a corpus package");
+    if options.llama_vim {
+        // Ghost text only: llama.vim has no tasks.
+        let mut client = super::llama_vim::LlamaVim::start(options.model.as_deref())?;
+        let ghost = only(by_lang(&cases.ghost, |case| case.lang, options.quick, 4), &options.only);
+        for (idx, case) in ghost.iter().enumerate() {
+            log(&format!("llama.vim ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
+            if let Err(error) = ghost_case(&mut client, package(&case.package)?, case, &mut run) {
+                log(&format!("ghost {}: harness error, span skipped: {error:#}", case.id));
+            }
+        }
+        log(&format!("llama.vim: {} requests, {} answers from its own cache", client.requests, client.cache_hits));
+        run.wall_s = started.elapsed().as_secs_f64();
+        return Ok(run);
+    }
+    let stderr = logs.join(format!("spark-lsp-{file_label}.log"));
+    let mut server = Server::start(options.model.as_deref(), &options.settings, stderr)?;
     let scratches: HashMap<String, Scratch> = if wants("fix") || wants("tests") {
         packages.iter().map(|package| Ok((package.name.clone(), Scratch::new(package)?))).collect::<Result<_>>()?
     } else {
@@ -365,19 +384,46 @@ fn verdict(result: &CaseResult) -> String {
     format!("{word} ({} ms) {}", result.ms, result.note.chars().take(120).collect::<String>())
 }
 
-fn ghost_case(server: &mut Server, package: &Package, case: &GhostCase, run: &mut Run) -> Result<()> {
+/// What the ghost-text replay types into: Spark over LSP, or llama.vim's client against llama-server
+/// ([`super::llama_vim`]).
+pub trait GhostClient {
+    fn set_text(&mut self, uri: &str, language_id: &str, text: &str) -> Result<()>;
+    /// The suggestion shown at the position (empty: nothing).
+    fn inline(&mut self, uri: &str, line: u32, character: u32) -> Result<Answer<String>>;
+    fn close(&mut self, uri: &str) -> Result<()>;
+}
+
+impl GhostClient for Server {
+    fn set_text(&mut self, uri: &str, language_id: &str, text: &str) -> Result<()> {
+        Server::set_text(self, uri, language_id, text)
+    }
+
+    fn inline(&mut self, uri: &str, line: u32, character: u32) -> Result<Answer<String>> {
+        Server::inline(self, uri, line, character)
+    }
+
+    fn close(&mut self, uri: &str) -> Result<()> {
+        Server::close(self, uri)
+    }
+}
+
+fn ghost_case(server: &mut dyn GhostClient, package: &Package, case: &GhostCase, run: &mut Run) -> Result<()> {
     let real = package.read(&case.file)?;
     let uri = drive::file_uri(&package.dir().join(&case.file));
     let language_id = case.lang.language_id();
     let mut document = format!("{}{}", &real[..case.start], &real[case.start + case.span.len()..]);
     let mut typed = 0;
-    let mut supplied = 0;
+    // The rest of the line at the first right answer (Tab there would have supplied it).
+    let mut supplied = None;
     server.set_text(&uri, language_id, &document)?;
+    // Every span is typed through to its end, each keystroke waiting for its answer: a right answer does not end
+    // the span (the user may not have looked), so later keystrokes are scored too, with `after_tab` set.
     while typed < case.span.len() {
         let cursor = case.start + typed;
         let (line, character) = drive::position(&document, cursor);
         let (answer, ms) = drive::timed(|| server.inline(&uri, line, character));
         let rest = &case.span[typed..];
+        let after_tab = supplied.is_some();
         match answer? {
             Answer::CrashOrTimeout(_) => {
                 run.keystrokes.push(Keystroke {
@@ -388,6 +434,7 @@ fn ghost_case(server: &mut Server, package: &Package, case: &GhostCase, run: &mu
                     correct: false,
                     breaks_parse: false,
                     crash_or_timeout: true,
+                    after_tab,
                 });
                 server.set_text(&uri, language_id, &document)?;
             }
@@ -404,11 +451,10 @@ fn ghost_case(server: &mut Server, package: &Package, case: &GhostCase, run: &mu
                     correct,
                     breaks_parse,
                     crash_or_timeout: false,
+                    after_tab,
                 });
-                if correct {
-                    // Tab: the rest of the line comes from the suggestion.
-                    supplied += rest.len();
-                    break;
+                if correct && supplied.is_none() {
+                    supplied = Some(rest.len());
                 }
             }
         }
@@ -419,7 +465,12 @@ fn ghost_case(server: &mut Server, package: &Package, case: &GhostCase, run: &mu
         server.set_text(&uri, language_id, &document)?;
     }
     server.close(&uri)?;
-    run.spans.push(Span { lang: case.lang, case: case.id.clone(), chars: case.span.len(), supplied });
+    run.spans.push(Span {
+        lang: case.lang,
+        case: case.id.clone(),
+        chars: case.span.len(),
+        supplied: supplied.unwrap_or(0),
+    });
     Ok(())
 }
 
