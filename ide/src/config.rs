@@ -70,21 +70,17 @@ impl Default for NextEditSettings {
 }
 
 /// What a prompt may be made of, besides the current file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ContextSettings {
     /// Bytes of chunks from other recently opened or edited files at the front of ghost-text prompts; 0: none.
-    pub other_files_bytes: usize,
+    /// Unset: the model's default ([`PromptWindow::for_model`]).
+    pub other_files_bytes: Option<usize>,
     /// Glob patterns of files whose text never reaches a model (no ghost text, no tasks, not used as context),
     /// besides the built-in secret-looking names (.env, *.pem, id_rsa, …).
     pub ignore: IgnoreList,
 }
 
-impl Default for ContextSettings {
-    fn default() -> Self {
-        ContextSettings { other_files_bytes: 1024, ignore: IgnoreList::default() }
-    }
-}
 
 /// Compiled glob patterns, matched against a document's path (`*` also matches `/`).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -220,13 +216,58 @@ pub struct InlineSettings {
     /// it runs only while the model is idle, and any keystroke cancels it).
     pub prefetch: bool,
     /// The least probability the model must give a suggestion's first line for it to be shown (0 shows every
-    /// suggestion that passes the checks). The default is chosen by the evaluation: see docs/eval.md.
-    pub min_confidence: f32,
+    /// suggestion that passes the checks). Unset: the model's default ([`PromptWindow::for_model`]), chosen by
+    /// the evaluation (README).
+    pub min_confidence: Option<f32>,
     /// Lines of the document before the cursor's line in a ghost-text prompt (at most 64 bytes a line), and
     /// lines after it. Fewer lines: a cold prompt (a file just opened, a jump) is ready sooner; more: more context.
+    /// Unset: the model's default ([`PromptWindow::for_model`]).
+    pub prefix_lines: Option<usize>,
+    pub suffix_lines: Option<usize>,
+}
+
+/// The ghost-text prompt window a model gets unless the settings say otherwise: lines before and after the
+/// cursor's line, and bytes of other files' chunks. Chosen by the evaluation (README, "prompt window by model"):
+/// every span there starts on a cold prompt, and a model that costs more per prompt token is ready later. On 2
+/// cores Qwen2.5-Coder 0.5B evaluates ~180 prompt tokens a second against Gemma 3 270M's ~475; with 8 lines before,
+/// 2 after and no other files it had 22% / 10% of Rust / TypeScript keystrokes right (typed through) against 17% /
+/// 1% with 32 / 8 lines and 1 kB of other files, while Gemma 3 270M did best with the wider window (7% / 6%
+/// against 4% / 7% with the narrow one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PromptWindow {
     pub prefix_lines: usize,
     pub suffix_lines: usize,
+    pub other_files_bytes: usize,
+    /// `inline.minConfidence`: the lowest threshold that kept shown-wrong keystrokes at most 25% in both languages
+    /// (0.25 for Gemma 3 270M; for Qwen2.5-Coder 0.5B 0.1: 14% / 8% shown wrong, 29% / 12% right, where 0.25 had
+    /// 24% / 11% right and 0 showed 27% wrong in Rust).
+    pub min_confidence: f32,
 }
+
+impl PromptWindow {
+    /// The window for a model of up to [`NARROW_WINDOW_ABOVE_PARAMS`] parameters (the default model's).
+    pub const WIDE: PromptWindow = PromptWindow {
+        prefix_lines: 32,
+        suffix_lines: 8,
+        other_files_bytes: 1024,
+        min_confidence: DEFAULT_MIN_CONFIDENCE,
+    };
+    /// The window for bigger models.
+    pub const NARROW: PromptWindow =
+        PromptWindow { prefix_lines: 8, suffix_lines: 2, other_files_bytes: 0, min_confidence: 0.1 };
+
+    /// The default window for a model of `n_params` parameters (`None`: no model loaded yet, the wide one).
+    pub fn for_model(n_params: Option<u64>) -> PromptWindow {
+        match n_params {
+            Some(n_params) if n_params > NARROW_WINDOW_ABOVE_PARAMS => PromptWindow::NARROW,
+            _ => PromptWindow::WIDE,
+        }
+    }
+}
+
+/// Models with more parameters than this get the narrow prompt window (Gemma 3 270M has 268 M, Qwen2.5-Coder 0.5B
+/// 494 M).
+pub const NARROW_WINDOW_ABOVE_PARAMS: u64 = 400_000_000;
 
 impl Default for InlineSettings {
     fn default() -> Self {
@@ -238,14 +279,46 @@ impl Default for InlineSettings {
             route: Route::Local,
             languages: Vec::new(),
             prefetch: true,
-            min_confidence: DEFAULT_MIN_CONFIDENCE,
-            prefix_lines: crate::context::Budget::default().prefix_lines,
-            suffix_lines: crate::context::Budget::default().suffix_lines,
+            min_confidence: None,
+            prefix_lines: None,
+            suffix_lines: None,
         }
     }
 }
 
+impl InlineSettings {
+    /// Fills the window settings left unset with `window`'s.
+    pub fn with_window(mut self, window: PromptWindow) -> InlineSettings {
+        self.prefix_lines.get_or_insert(window.prefix_lines);
+        self.suffix_lines.get_or_insert(window.suffix_lines);
+        self.min_confidence.get_or_insert(window.min_confidence);
+        self
+    }
+
+    /// `min_confidence`, the wide window's where unset.
+    pub fn min_confidence(&self) -> f32 {
+        self.min_confidence.unwrap_or(PromptWindow::WIDE.min_confidence)
+    }
+
+    /// Lines before and after the cursor's line (the wide window's where unset).
+    pub fn window_lines(&self) -> (usize, usize) {
+        (
+            self.prefix_lines.unwrap_or(PromptWindow::WIDE.prefix_lines),
+            self.suffix_lines.unwrap_or(PromptWindow::WIDE.suffix_lines),
+        )
+    }
+}
+
 impl Settings {
+    /// These settings with the ghost-text window the settings leave unset taken from the model's default
+    /// ([`PromptWindow::for_model`]; `n_params` of the local model, `None` while none is loaded).
+    pub fn for_model(mut self, n_params: Option<u64>) -> Settings {
+        let window = PromptWindow::for_model(n_params);
+        self.inline = self.inline.with_window(window);
+        self.context.other_files_bytes.get_or_insert(window.other_files_bytes);
+        self
+    }
+
     /// Reads settings from a JSON value; the error names the setting at fault.
     pub fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
         let value = value.get("spark").unwrap_or(value);
@@ -261,10 +334,9 @@ impl Settings {
                 ));
             }
         }
-        if !(0.0..=1.0).contains(&settings.inline.min_confidence) {
+        if let Some(min_confidence) = settings.inline.min_confidence.filter(|value| !(0.0..=1.0).contains(value)) {
             return Err(format!(
-                "invalid Spark settings: inline.minConfidence must be between 0 and 1, got {}",
-                settings.inline.min_confidence
+                "invalid Spark settings: inline.minConfidence must be between 0 and 1, got {min_confidence}"
             ));
         }
         Ok(settings)
@@ -341,7 +413,7 @@ mod tests {
         let error = Settings::from_json(&json!({"inline": {"minConfidence": 1.5}})).unwrap_err();
         assert!(error.contains("inline.minConfidence"), "{error}");
         let confident = Settings::from_json(&json!({"inline": {"minConfidence": 0.25}})).unwrap();
-        assert_eq!(confident.inline.min_confidence, 0.25);
+        assert_eq!(confident.inline.min_confidence, Some(0.25));
         let nested = Settings::from_json(&json!({"spark": {"inline": {"deadlineMs": 250}}})).unwrap();
         assert_eq!(nested.inline.deadline_ms, 250);
         assert!(nested.inline.enabled);
@@ -367,6 +439,25 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_window_follows_the_model_unless_set() {
+        // Gemma 3 270M (268 M parameters) and no model yet: the wide window; Qwen2.5-Coder 0.5B: the narrow one.
+        let gemma = Settings::default().for_model(Some(268_098_176));
+        assert_eq!((gemma.inline.window_lines(), gemma.context.other_files_bytes), ((32, 8), Some(1024)));
+        assert_eq!(Settings::default().for_model(None).inline.window_lines(), (32, 8));
+        let qwen = Settings::default().for_model(Some(494_032_768));
+        assert_eq!((qwen.inline.window_lines(), qwen.context.other_files_bytes), ((8, 2), Some(0)));
+        assert_eq!((gemma.inline.min_confidence(), qwen.inline.min_confidence()), (0.25, 0.1));
+        // What the user set stays, whatever the model.
+        let set = Settings::from_json(&json!({"inline": {"prefixLines": 20}, "context": {"otherFilesBytes": 512}}))
+            .unwrap()
+            .for_model(Some(494_032_768));
+        assert_eq!((set.inline.window_lines(), set.context.other_files_bytes), ((20, 2), Some(512)));
+        let gate =
+            Settings::from_json(&json!({"inline": {"minConfidence": 0.4}})).unwrap().for_model(Some(494_032_768));
+        assert_eq!(gate.inline.min_confidence(), 0.4);
+    }
+
+    #[test]
     fn remote_is_off_by_default_and_routes_parse() {
         let settings = Settings::default();
         assert!(!settings.remote.configured());
@@ -385,7 +476,7 @@ mod tests {
         let settings =
             Settings::from_json(&json!({"context": {"ignore": ["**/private/**", "*.sql"], "otherFilesBytes": 0}}))
                 .unwrap();
-        assert_eq!(settings.context.other_files_bytes, 0);
+        assert_eq!(settings.context.other_files_bytes, Some(0));
         assert!(settings.is_excluded("file:///p/private/notes.rs"));
         assert!(settings.is_excluded("file:///p/db/dump.sql"));
         assert!(settings.is_excluded("file:///p/.env"));

@@ -30,8 +30,8 @@ pub fn prepare(
     settings: &InlineSettings,
     cancel: CancellationToken,
 ) -> Prepared {
-    let budget =
-        Budget { max_lines: settings.max_lines.max(1), ..Budget::lines(settings.prefix_lines, settings.suffix_lines) };
+    let (prefix_lines, suffix_lines) = settings.window_lines();
+    let budget = Budget { max_lines: settings.max_lines.max(1), ..Budget::lines(prefix_lines, suffix_lines) };
     let context = context::gather(document, byte, path, &budget);
     let max_tokens = match context.mode {
         StopMode::Line => settings.max_tokens.min(48),
@@ -52,7 +52,7 @@ pub fn prepare(
         stop_strings: Vec::new(),
         sampling: spark_engine::Sampling::default(),
         background: false,
-        min_confidence: settings.min_confidence,
+        min_confidence: settings.min_confidence(),
         speculate: false,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
@@ -68,7 +68,8 @@ pub fn warm_up(
     cancel: CancellationToken,
 ) -> CompletionRequest {
     let rope = &document.rope;
-    let budget = Budget::lines(settings.prefix_lines, settings.suffix_lines);
+    let (prefix_lines, suffix_lines) = settings.window_lines();
+    let budget = Budget::lines(prefix_lines, suffix_lines);
     let end_line = budget.prefix_lines.min(rope.len_lines().saturating_sub(1));
     let mut end = rope.line_to_byte(end_line).min(budget.prefix_bytes);
     end = rope.char_to_byte(rope.byte_to_char(end));

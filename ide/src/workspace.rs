@@ -18,7 +18,7 @@ use spark_engine::StopReason;
 use spark_engine::{CompletionRequest, Engine, EngineError, EngineState, RemoteClient, RemoteError};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Route, Settings};
+use crate::config::{PromptWindow, Route, Settings};
 use crate::document::{Change, Document};
 use crate::position::{self, LspPosition, PositionEncoding};
 use crate::ring::{self, Ring};
@@ -168,8 +168,14 @@ impl Workspace {
         self.encoding
     }
 
+    /// The settings in force: as set, with what they leave to the loaded model filled in (its prompt window).
     pub fn settings(&self) -> Settings {
-        self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        let settings = self.settings.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        let n_params = match self.engine.state() {
+            EngineState::Ready(info) => Some(info.n_params),
+            _ => None,
+        };
+        settings.for_model(n_params)
     }
 
     /// Replaces the settings: the remote client is rebuilt when its settings changed, the model reloaded when
@@ -555,7 +561,7 @@ impl Workspace {
     /// Chunks of other recently opened or edited documents for the front of a prompt in `uri` (never from
     /// excluded files), within `context.otherFilesBytes`.
     fn other_files_context(&self, uri: &str, settings: &Settings) -> String {
-        let budget = settings.context.other_files_bytes;
+        let budget = settings.context.other_files_bytes.unwrap_or(PromptWindow::WIDE.other_files_bytes);
         if budget == 0 {
             return String::new();
         }

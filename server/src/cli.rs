@@ -11,7 +11,7 @@ use serde_json::json;
 use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{self, InlineSettings};
+use spark_ide::config::{self, InlineSettings, PromptWindow};
 use spark_ide::document::Document;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
@@ -108,9 +108,9 @@ pub struct CompleteArgs {
     #[arg(long, default_value_t = 64)]
     pub max_tokens: usize,
     /// Show the suggestion only when the model gives its first line at least this probability (0 to 1), as
-    /// the server's `inline.minConfidence`.
-    #[arg(long, default_value_t = spark_ide::config::DEFAULT_MIN_CONFIDENCE, value_parser = probability)]
-    pub min_confidence: f32,
+    /// the server's `inline.minConfidence` [default: the model's, 0.25 for the default model]
+    #[arg(long, value_parser = probability)]
+    pub min_confidence: Option<f32>,
 }
 
 fn probability(value: &str) -> Result<f32, String> {
@@ -206,7 +206,8 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         min_confidence: args.min_confidence,
         ..InlineSettings::default()
-    };
+    }
+    .with_window(PromptWindow::for_model(Some(info.n_params)));
     let path = args.file.to_string_lossy().into_owned();
     let prepared = suggest::prepare(
         &document,

@@ -14,7 +14,7 @@ use spark_engine::{Engine, EngineConfig, EngineError, EngineState, ModelSource};
 use spark_grammars::{syntax_errors, Lang};
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{self, InlineSettings};
+use spark_ide::config::{self, InlineSettings, PromptWindow};
 use spark_ide::document::Document;
 use spark_ide::exec_check::{Gate, VerifySettings};
 use spark_ide::parse;
@@ -269,7 +269,11 @@ impl Core {
                 max_lines: max_lines.unwrap_or(8).clamp(1, 64),
                 prefetch: false,
                 ..InlineSettings::default()
-            };
+            }
+            .with_window(PromptWindow::for_model(match self.engine.state() {
+                EngineState::Ready(info) => Some(info.n_params),
+                _ => None,
+            }));
             let path = file.to_string_lossy();
             let prepared = suggest::prepare(
                 &document,
