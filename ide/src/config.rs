@@ -81,7 +81,6 @@ pub struct ContextSettings {
     pub ignore: IgnoreList,
 }
 
-
 /// Compiled glob patterns, matched against a document's path (`*` also matches `/`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(try_from = "Vec<String>")]
