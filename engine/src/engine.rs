@@ -104,6 +104,8 @@ pub struct EngineCounters {
     pub cache_hits: AtomicU64,
     /// Prompt tokens copied between KV slots instead of evaluated.
     pub n_copied: AtomicU64,
+    /// Generated tokens carried over to a later request that typed along them.
+    pub n_carried: AtomicU64,
     /// Speculative decoding: tokens drafted by prompt lookup, and those the model confirmed.
     pub n_drafted: AtomicU64,
     pub n_accepted: AtomicU64,
@@ -630,6 +632,7 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
     counters.n_decoded.fetch_add(stats.n_decoded as u64, Ordering::Relaxed);
     counters.n_generated.fetch_add(stats.n_generated as u64, Ordering::Relaxed);
     counters.n_copied.fetch_add(stats.n_copied as u64, Ordering::Relaxed);
+    counters.n_carried.fetch_add(stats.n_carried as u64, Ordering::Relaxed);
     counters.n_drafted.fetch_add(stats.n_drafted as u64, Ordering::Relaxed);
     counters.n_accepted.fetch_add(stats.n_accepted as u64, Ordering::Relaxed);
     if !background {
@@ -648,6 +651,7 @@ fn record(counters: &EngineCounters, completion: &Completion, background: bool) 
         n_generated = stats.n_generated,
         slot = stats.slot,
         n_copied = stats.n_copied,
+        n_carried = stats.n_carried,
         n_drafted = stats.n_drafted,
         n_accepted = stats.n_accepted,
         queue_ms = stats.queue_ms,

@@ -777,12 +777,14 @@ impl Workspace {
             "nGenerated": counters.n_generated.load(Ordering::Relaxed),
             "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
             "nCopied": counters.n_copied.load(Ordering::Relaxed),
+            "nCarried": counters.n_carried.load(Ordering::Relaxed),
             "nDrafted": counters.n_drafted.load(Ordering::Relaxed),
             "nAccepted": counters.n_accepted.load(Ordering::Relaxed),
             "last": last.map(|stats| json!({
                 "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
                 "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
-                "slot": stats.slot, "nCopied": stats.n_copied, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+                "slot": stats.slot, "nCopied": stats.n_copied, "nCarried": stats.n_carried,
+                "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
             })),
         });
         status
@@ -802,7 +804,7 @@ impl Workspace {
                         "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
                         "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
                         "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
-                        "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
+                        "nCarried": stats.n_carried, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
                         "confidence": f64::from(stats.confidence_permille) / 1000.0,
                         "belowConfidence": stats.below_confidence,
                     })
