@@ -50,7 +50,10 @@ impl Budget {
 /// The byte cap per budgeted line: long lines (minified code, data) do not blow up a prompt.
 const BYTES_PER_LINE: usize = 64;
 
-/// Lines the window start moves by: typing within a step keeps the prompt's start fixed.
+/// The most lines the window start moves by: typing within a step keeps the prompt's start fixed. A window of
+/// fewer lines moves by its own length, so that it holds between one and two windows' worth of lines (a step
+/// longer than the window made an 8-line window 8 to 39 lines long, and over its byte cap it fell to the
+/// cursor's line alone).
 const WINDOW_STEP_LINES: usize = 32;
 
 /// What a fill-in request is made from.
@@ -74,9 +77,10 @@ pub fn gather(document: &Document, byte: usize, path: Option<&str>, budget: &Bud
     let line_prefix = rope.byte_slice(line_start..byte).to_string();
     let line_suffix = rope.byte_slice(byte..line_end).to_string();
 
-    let mut start_line = cursor_line.saturating_sub(budget.prefix_lines) / WINDOW_STEP_LINES * WINDOW_STEP_LINES;
+    let step = budget.prefix_lines.clamp(1, WINDOW_STEP_LINES);
+    let mut start_line = cursor_line.saturating_sub(budget.prefix_lines) / step * step;
     while start_line < cursor_line && byte - rope.line_to_byte(start_line) > budget.prefix_bytes {
-        start_line = (start_line + WINDOW_STEP_LINES).min(cursor_line);
+        start_line = (start_line + step).min(cursor_line);
     }
     let window_start = rope.line_to_byte(start_line);
     let prefix = rope.byte_slice(window_start..byte).to_string();
@@ -229,5 +233,17 @@ mod tests {
         let second = gather(&document, at(151), None, &Budget::default());
         let start_of = |ctx: &FillContext| ctx.prefix.lines().next().unwrap().to_owned();
         assert_eq!(start_of(&first), start_of(&second));
+    }
+
+    #[test]
+    fn a_narrow_window_holds_one_to_two_of_its_lengths_of_lines_above_the_cursor() {
+        let text: String = (0..200).map(|idx| format!("fn f{idx}() {{}}\n")).collect();
+        let document = Document::new(&text, "rust", Some(Lang::Rust), 1);
+        let budget = Budget::lines(8, 2);
+        for line in 40..80 {
+            let got = gather(&document, document.rope.line_to_byte(line), None, &budget);
+            let lines_above = got.prefix.matches('\n').count();
+            assert!((8..16).contains(&lines_above), "line {line}: {lines_above} lines above");
+        }
     }
 }
