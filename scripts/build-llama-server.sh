@@ -14,7 +14,16 @@ out=$out_dir/llama-server
 src_dir=$root/target/llama-server-src
 jobs=${LLAMA_SERVER_JOBS:-2}
 
-if [ -x "$out" ]; then
+# Built for this CPU (GGML_NATIVE) but without AMX: on a Xeon that reports AMX (seen here: Sapphire Rapids in a VM),
+# -march=native compiled ggml's AMX matrix kernels in, and llama-server crashed with SIGSEGV in
+# ggml_backend_amx_mul_mat at its first decode. GCC's explicit -mno-* flags win over what -march=native implies.
+cpu_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+stamp="$version $cpu_flags"
+in_place() {
+  [ -x "$out" ] && [ "$(cat "$out_dir/.built-with" 2>/dev/null)" = "$stamp" ]
+}
+
+if in_place; then
   echo "build-llama-server: $out is in place"
   exit 0
 fi
@@ -23,7 +32,7 @@ mkdir -p "$out_dir"
 # Tests and the bench may call this at the same time: one builds, the others wait and find the binary.
 exec 9>"$out_dir/.lock"
 flock 9
-if [ -x "$out" ]; then
+if in_place; then
   echo "build-llama-server: $out is in place"
   exit 0
 fi
@@ -56,6 +65,8 @@ echo "build-llama-server: configuring (cmake) in $src_dir/build" >&2
 # Only the server: no tests, examples, web UI (it would be fetched at build time), HTTPS or downloads.
 cmake -S "$src_dir/llama.cpp" -B "$src_dir/build" \
   -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS="$cpu_flags" \
+  -DCMAKE_CXX_FLAGS="$cpu_flags" \
   -DBUILD_SHARED_LIBS=OFF \
   -DGGML_NATIVE=ON \
   -DLLAMA_CURL=OFF \
@@ -72,4 +83,5 @@ cmake --build "$src_dir/build" --target llama-server -j "$jobs" >&2
 
 cp "$src_dir/build/bin/llama-server" "$out.tmp"
 mv "$out.tmp" "$out"
+echo "$stamp" > "$out_dir/.built-with"
 echo "build-llama-server: built $out in $(( $(date +%s) - started ))s"
