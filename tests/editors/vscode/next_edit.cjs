@@ -79,17 +79,25 @@ async function run(page) {
   await page.keyboard.type("total", { delay: 60 });
   await waitFor("the typed name on line 3", 5000, async () => (await lineText(page, 3)) === "    let mut total = 0;");
 
+  let previousTop = null;
   for (const [step, line] of uses.entries()) {
     // The hint comes from the server's notification by itself once the user pauses (first use), or from the
-    // extension's `spark/nextEdit` after it applied one (the others).
+    // extension's `spark/nextEdit` after it applied one (the others). The hint of the edit just applied may still
+    // be on screen for a moment: the next one is the hint on another line.
     const hint = await waitFor(`the hint "Spark: count → total" at line ${line}`, 15000, async () => {
       const shown = await hints(page);
-      return shown.length === 1 && shown[0].text.includes("count → total") ? shown[0] : null;
+      const fresh = shown.length === 1 && shown[0].text.includes("count → total") && shown[0].top !== previousTop;
+      return fresh ? shown[0] : null;
     });
+    previousTop = hint.top;
     log(`hint: ${JSON.stringify(hint)}`);
     if (step === 0) await screenshot(page, "next-edit-hint");
-    const cursorBefore = await cursorText(page);
-    check(!/selected/.test(cursorBefore), `a selection before Tab: ${cursorBefore}`);
+    // The rename leaves no selection behind (the editor may take a moment to redraw the status bar).
+    const cursorBefore = await waitFor("no selection before Tab", 5000, async () => {
+      const text = await cursorText(page);
+      return /selected/.test(text) ? null : text;
+    });
+    log(`before Tab: ${cursorBefore}`);
 
     await page.keyboard.press("Tab");
     const selected = await waitFor(`Tab to select \`count\` on line ${line}`, 5000, async () => {
