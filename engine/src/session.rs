@@ -447,6 +447,13 @@ impl<M: LanguageModel> Session<M> {
         self.logits_at = None;
     }
 
+    /// Sequence `seq` is about to change other than by an evaluation: the logits after it no longer are.
+    fn forget_logits_of(&mut self, seq: usize) {
+        if self.logits_at.is_some_and(|(at_seq, _)| at_seq == seq) {
+            self.logits_at = None;
+        }
+    }
+
     fn reset_slot(&mut self, seq: usize) {
         let _ = self.model.truncate_cache(seq, 0);
         self.slots[seq].tokens.clear();
@@ -458,9 +465,7 @@ impl<M: LanguageModel> Session<M> {
         if n_keep >= self.slots[seq].tokens.len() {
             return Ok(());
         }
-        if self.logits_at.is_some_and(|(at_seq, _)| at_seq == seq) {
-            self.logits_at = None;
-        }
+        self.forget_logits_of(seq);
         match self.model.truncate_cache(seq, n_keep) {
             Ok(()) => {
                 self.slots[seq].tokens.truncate(n_keep);
@@ -502,9 +507,7 @@ impl<M: LanguageModel> Session<M> {
         let Some((shared, donor)) = best.filter(|(shared, _)| *shared >= own + MIN_COPY_GAIN) else {
             return 0;
         };
-        if self.logits_at.is_some_and(|(at_seq, _)| at_seq == seq) {
-            self.logits_at = None;
-        }
+        self.forget_logits_of(seq);
         match self.model.copy_cache(donor, seq) {
             Ok(()) => {
                 self.slots[seq].tokens = self.slots[donor].tokens.clone();
@@ -540,13 +543,8 @@ impl<M: LanguageModel> Session<M> {
             Some((previous, skip)) => (previous, skip),
             None => {
                 let tokens = self.prompt_tokens(&rendered, request.max_tokens);
-                let continuation = Continuation {
-                    lane: request.lane,
-                    rendered: rendered.clone(),
-                    tokens,
-                    bytes: Vec::new(),
-                    ends: Vec::new(),
-                };
+                let continuation =
+                    Continuation { lane: request.lane, rendered, tokens, bytes: Vec::new(), ends: Vec::new() };
                 (continuation, 0)
             }
         };
