@@ -4,7 +4,7 @@ use super::*;
 use crate::exec_check::Gate;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 use crate::tiers::Tier;
-use crate::verify::{check_changes_diagnosed_node, check_rewrite, message_names};
+use crate::verify::{check_changes_diagnosed_node, check_clears_syntax_error, check_rewrite, message_names};
 use spark_engine::EngineError;
 use spark_grammars::tree_sitter::Node;
 use spark_grammars::{smallest_capture, syntax_errors};
@@ -180,7 +180,10 @@ fn accept_rewrite(
     };
     // The node starts after its line's indentation; a chat answer repeats it.
     let candidate = if broken.starts_with(char::is_whitespace) { candidate } else { candidate.trim_start() };
-    check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
+    let rewritten = check_rewrite(document.lang, &document.text, node.clone(), candidate, false)?;
+    if at_syntax_error {
+        check_clears_syntax_error(document.lang, &document.tree, &rewritten)?;
+    }
     let (replace, insert) = narrow_rewrite(&document.text, node, candidate);
     if !at_syntax_error {
         let edit = (replace.clone(), insert.as_str());

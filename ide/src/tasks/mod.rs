@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
+use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode, StopReason};
 use spark_grammars::{tree_sitter::Tree, Lang};
 use tokio_util::sync::CancellationToken;
 
@@ -244,6 +244,15 @@ async fn sample_until<T: AsRef<FileChange>>(
             speculate: false,
         };
         let generated = generator.generate_task(task, request).await?;
+        // An answer the budget cut is code cut off somewhere, not a candidate: said as such (a slow model's
+        // refusals read "empty" when the time ran out before its first token).
+        if generated.completion.stop == StopReason::Deadline {
+            rejections.push(format!(
+                "cut by the time budget after {} generated tokens",
+                generated.completion.stats.n_generated
+            ));
+            return Ok((None, sample_idx + 1, rejections));
+        }
         let candidate = match generated.style {
             PromptStyle::FewShot => generated.completion.text.clone(),
             PromptStyle::ChatPrefilled => strip_code_fences(&generated.completion.text),

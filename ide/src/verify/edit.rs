@@ -27,6 +27,12 @@ pub enum Rejection {
     },
     /// The candidate runs past its node: it repeats the code that follows or leaves brackets open.
     EscapesNode,
+    /// A fix at a syntax error that leaves the file's brackets as unmatched as they were (or more): the error
+    /// moved instead of going away.
+    BracketsStillUnmatched {
+        before: usize,
+        after: usize,
+    },
     /// The candidate removes much more than it writes and is not a deletion fix.
     DeletesTooMuch,
     /// The candidate changes too much of the code it rewrites to be a fix of it (the model wrote something
@@ -74,6 +80,9 @@ impl std::fmt::Display for Rejection {
         match self {
             Rejection::Empty => write!(f, "empty"),
             Rejection::Unchanged => write!(f, "changes nothing"),
+            Rejection::BracketsStillUnmatched { before, after } => {
+                write!(f, "leaves {after} unmatched brackets in the file (it had {before})")
+            }
             Rejection::SyntaxErrors { in_edit, total_before, total_after } => {
                 write!(f, "syntax errors: {in_edit} in the edit, {total_after} in the file (was {total_before})")
             }
@@ -219,6 +228,59 @@ pub fn check_rewrite(
         return Err(Rejection::SyntaxErrors { in_edit, total_before: before, total_after });
     }
     Ok(new_source)
+}
+
+/// A fix at a syntax error must leave the file with fewer syntax errors than it had and, when its brackets did
+/// not match, fewer unmatched brackets: a rewrite that parses inside its node but moves the error elsewhere is
+/// no fix (Gemma 3 270M "fixed" an `if` missing its `}` by deleting the `else` after it, which parsed, left the
+/// function's last brace unmatched, and `tsc` said so). `new_source` is the file with the rewrite applied.
+pub fn check_clears_syntax_error(lang: Lang, old_tree: &Tree, new_source: &str) -> Result<(), Rejection> {
+    let before = count_errors(old_tree, None);
+    let Some(new_tree) = crate::parse::text(lang, new_source) else {
+        return Err(Rejection::SyntaxErrors { in_edit: 0, total_before: before, total_after: usize::MAX });
+    };
+    let after = count_errors(&new_tree, None);
+    if after >= before {
+        return Err(Rejection::SyntaxErrors { in_edit: 0, total_before: before, total_after: after });
+    }
+    let (unmatched_before, unmatched_after) = (unmatched_brackets(old_tree), unmatched_brackets(&new_tree));
+    if unmatched_after > unmatched_before || (unmatched_before > 0 && unmatched_after == unmatched_before) {
+        return Err(Rejection::BracketsStillUnmatched { before: unmatched_before, after: unmatched_after });
+    }
+    Ok(())
+}
+
+/// Brackets of the file without a partner, counted over the parser's bracket tokens (so never inside strings or
+/// comments; tokens the parser only assumed, MISSING ones, are not there): per kind, the difference between
+/// openers and closers. TypeScript's `${` opens a `}`.
+fn unmatched_brackets(tree: &Tree) -> usize {
+    let mut balance = [0i64; 3];
+    let mut cursor = tree.walk();
+    loop {
+        let node = cursor.node();
+        if node.child_count() == 0 && !node.is_missing() {
+            match node.kind() {
+                "{" | "${" => balance[0] += 1,
+                "}" => balance[0] -= 1,
+                "(" => balance[1] += 1,
+                ")" => balance[1] -= 1,
+                "[" => balance[2] += 1,
+                "]" => balance[2] -= 1,
+                _ => {}
+            }
+        }
+        if cursor.goto_first_child() || cursor.goto_next_sibling() {
+            continue;
+        }
+        loop {
+            if !cursor.goto_parent() {
+                return balance.iter().map(|count| count.unsigned_abs() as usize).sum();
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
 }
 
 /// A fix of a diagnostic in code that parses (a compiler's error: a misspelled name, a wrong type, a call missing
@@ -1063,6 +1125,34 @@ mod tests {
         let end = fixture.find(">>").unwrap() - 2;
         let source = fixture.replace("<<", "").replace(">>", "");
         check_rewrite(Lang::Rust, &source, start..end, candidate, false)
+    }
+
+    #[test]
+    fn a_syntax_fix_must_leave_fewer_errors_and_unmatched_brackets() {
+        // An `if` lost its `}`. Closing it fixes the file; dropping the `else` parses inside the rewritten lines,
+        // and the error count drops, but the file's braces still do not match.
+        let source = "export function outer() {\n  function choose(x: number) {\n    if (x > 0) {\n      return 1\n     else return 2\n  }\n  helper()\n}\n";
+        let old_tree = crate::parse::text(Lang::TypeScript, source).unwrap();
+        let node = source.find("if (x").unwrap()..source.find("\n  }\n  helper").unwrap();
+        let apply = |candidate: &str| format!("{}{}{}", &source[..node.start], candidate, &source[node.end..]);
+        let closed = apply("if (x > 0) {\n      return 1\n    } else return 2");
+        assert_eq!(check_clears_syntax_error(Lang::TypeScript, &old_tree, &closed), Ok(()));
+        let dropped_else = apply("if (x > 0) {\n      return 1\n");
+        assert!(matches!(
+            check_clears_syntax_error(Lang::TypeScript, &old_tree, &dropped_else),
+            Err(Rejection::BracketsStillUnmatched { .. } | Rejection::SyntaxErrors { .. })
+        ));
+        // The Gemma shape: the `else` line deleted, so the function's `}` now closes the `if`.
+        let moved = source.replace("      return 1\n     else return 2\n", "      return 1\n");
+        assert!(matches!(
+            check_clears_syntax_error(Lang::TypeScript, &old_tree, &moved),
+            Err(Rejection::BracketsStillUnmatched { before: 1, after: 1 })
+        ));
+        // A file whose brackets matched must still match.
+        let fine = "fn f() {\n    let x = 1 +;\n}\n";
+        let fine_tree = crate::parse::text(Lang::Rust, fine).unwrap();
+        assert_eq!(check_clears_syntax_error(Lang::Rust, &fine_tree, "fn f() {\n    let x = 1 + 2;\n}\n"), Ok(()));
+        assert!(check_clears_syntax_error(Lang::Rust, &fine_tree, "fn f() {\n    let x = (1 + 2;\n}\n").is_err());
     }
 
     #[test]

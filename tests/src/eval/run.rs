@@ -49,6 +49,9 @@ pub struct CaseResult {
     pub harness_error: bool,
     pub ms: u64,
     pub note: String,
+    /// The edit Spark offered (the `WorkspaceEdit` as the server sent it), for reading a wrong answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_edit: Option<Value>,
 }
 
 /// One ghost-text keystroke position.
@@ -486,6 +489,7 @@ fn outcome(task: &str, lang: Lang, id: &str) -> CaseResult {
         harness_error: false,
         ms: 0,
         note: String::new(),
+        offered_edit: None,
     }
 }
 
@@ -530,6 +534,7 @@ fn ask(
         Answer::Got((Some(edit), _)) => {
             result.offered = true;
             result.verified = true;
+            result.offered_edit = Some(edit.clone());
             let mut files = HashMap::from([(uri, text.to_owned())]);
             drive::apply_edit(&edit, &mut files)?;
             Ok(Some(files))
