@@ -212,6 +212,19 @@ pub fn parse_cargo_json(stdout: &str) -> Vec<CompilerError> {
     errors
 }
 
+/// A package the project has not installed (or whose types it lacks): `tsc` cannot find `'node:test'` or
+/// `'vitest'` when the project's node_modules or @types are missing. That is the checkout's state, not the
+/// candidate's fault, so it neither refuses nor passes anything; a relative import that names no file
+/// (`'./missing'`) is still an error.
+fn is_uninstalled_package(error: &CompilerError) -> bool {
+    let Some(code) = error.code.as_deref() else { return false };
+    if !matches!(code, "TS2307" | "TS2792" | "TS7016") {
+        return false;
+    }
+    let quoted = error.message.split('\'').nth(1).unwrap_or("");
+    !quoted.is_empty() && !quoted.starts_with('.') && !quoted.starts_with('/')
+}
+
 /// The errors in `tsc --pretty false` output: `file(line,col): error TS2322: message`.
 pub fn parse_tsc(output: &str) -> Vec<CompilerError> {
     static LINE: OnceLock<regex::Regex> = OnceLock::new();
@@ -430,9 +443,10 @@ pub fn cargo_test_step(project: &Project, filter: &str) -> Step {
     Step { program: "cargo".into(), args, dir: project.crate_dir.clone(), label: "cargo test" }
 }
 
-/// `tsc --noEmit`: on the project (`-p tsconfig.json`) when it has one, else on the file alone; incremental, with
-/// its build info kept beside the scratch copy so that a second check re-checks only what changed.
-pub fn tsc_step(project: &Project, tsc: PathBuf, has_tsconfig: bool, build_info: &Path) -> Step {
+/// `tsc --noEmit`: on the project (`-p tsconfig.json`) when it has one, else on the edited file alone (`file`,
+/// relative to the project root: a generated test file, not the source it tests, which it imports); incremental,
+/// with its build info kept beside the scratch copy so that a second check re-checks only what changed.
+pub fn tsc_step(tsc: PathBuf, has_tsconfig: bool, file: &Path, build_info: &Path) -> Step {
     let mut args = vec!["--noEmit".to_owned(), "--pretty".to_owned(), "false".to_owned(), "--incremental".to_owned()];
     args.extend(["--tsBuildInfoFile".to_owned(), build_info.to_string_lossy().into_owned()]);
     if has_tsconfig {
@@ -451,7 +465,7 @@ pub fn tsc_step(project: &Project, tsc: PathBuf, has_tsconfig: bool, build_info:
             ]
             .map(str::to_owned),
         );
-        args.push(project.file.to_string_lossy().into_owned());
+        args.push(file.to_string_lossy().into_owned());
     }
     Step { program: tsc, args, dir: PathBuf::new(), label: "tsc --noEmit" }
 }
@@ -713,10 +727,13 @@ impl<'a> Gate<'a> {
                         Checked::Unchecked(Unchecked::Tool("no tsc in node_modules/.bin or on PATH".to_owned()))
                     })?;
                     let has_tsconfig = project.root.join("tsconfig.json").is_file();
-                    let step = tsc_step(project, tsc, has_tsconfig, &scratch.target.join("tsc.tsbuildinfo"));
+                    let build_info = scratch.target.join("tsc.tsbuildinfo");
+                    let step = tsc_step(tsc, has_tsconfig, &edited_path, &build_info);
                     let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
-                    let errors = parse_tsc(&candidate.stdout);
-                    let parse = |stdout: &str| parse_tsc(stdout);
+                    let parse = |stdout: &str| {
+                        parse_tsc(stdout).into_iter().filter(|error| !is_uninstalled_package(error)).collect()
+                    };
+                    let errors: Vec<CompilerError> = parse(&candidate.stdout);
                     let edited = EditedLines::of(&edited_path, change);
                     self.judge_errors(&scratch, &edited, &step, &errors, parse, cancel).await?;
                     if errors.is_empty() && candidate.status != Some(0) {
@@ -1081,6 +1098,21 @@ mod tests {
     }
 
     #[test]
+    fn a_package_the_checkout_lacks_is_not_the_candidates_error() {
+        let missing = |name: &str| {
+            error(
+                "src/a.test.ts",
+                "TS2307",
+                &format!("Cannot find module '{name}' or its corresponding type declarations."),
+            )
+        };
+        assert!(is_uninstalled_package(&missing("node:test")));
+        assert!(is_uninstalled_package(&missing("@scope/pkg")));
+        assert!(!is_uninstalled_package(&missing("./helpers")));
+        assert!(!is_uninstalled_package(&error("src/a.ts", "TS2304", "Cannot find name 'x'.")));
+    }
+
+    #[test]
     fn tsc_lines() {
         let output = "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n  \
                       more detail\nerror TS5058: The specified path does not exist: 'x'.\nsrc/b.ts(1,1): warning: no\n";
@@ -1170,19 +1202,16 @@ mod tests {
         assert_eq!(cargo_check_step(&project, true).args.last().map(String::as_str), Some("--tests"));
         let test = cargo_test_step(&project, "tests::f_works");
         assert_eq!(test.args.join(" "), "test --message-format=json --quiet -p a --lib -- --exact tests::f_works");
-        let ts = Project {
-            kind: ProjectKind::Node,
-            file: "src/m.ts".into(),
-            package: None,
-            crate_dir: "".into(),
-            ..project
-        };
         let info = Path::new("/c/tsc.tsbuildinfo");
+        let source = Path::new("src/m.ts");
         assert_eq!(
-            tsc_step(&ts, "tsc".into(), true, info).args.join(" "),
+            tsc_step("tsc".into(), true, source, info).args.join(" "),
             "--noEmit --pretty false --incremental --tsBuildInfoFile /c/tsc.tsbuildinfo -p tsconfig.json"
         );
-        assert!(tsc_step(&ts, "tsc".into(), false, info).args.last().is_some_and(|arg| arg == "src/m.ts"));
+        assert!(tsc_step("tsc".into(), false, source, info).args.last().is_some_and(|arg| arg == "src/m.ts"));
+        // Without a tsconfig a generated test file is what tsc checks (it imports the source).
+        let test_file = Path::new("src/m.test.ts");
+        assert!(tsc_step("tsc".into(), false, test_file, info).args.last().is_some_and(|arg| arg == "src/m.test.ts"));
     }
 
     #[test]
