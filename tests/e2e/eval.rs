@@ -292,6 +292,7 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         harness_error: false,
         ms: 100,
         note: String::new(),
+        offered_edit: None,
     };
     let keystroke = |shown: &str, correct: bool, after_tab: bool| Keystroke {
         lang: Lang::Ts,
