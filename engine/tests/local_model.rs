@@ -147,9 +147,12 @@ async fn each_recent_document_and_the_tasks_keep_their_own_slot() {
     let back_to_a = engine.complete(a.clone()).await.unwrap();
     assert_ne!(back_to_a.stop, spark_engine::StopReason::Cached);
     assert_eq!(back_to_a.stats.slot, first_a.stats.slot);
-    assert!(back_to_a.stats.n_decoded <= 16, "switching back is not a cold prompt: {:?}", back_to_a.stats);
+    // Most of the prompt comes from the slot's cache (a prefix-only prompt decodes the new line alone; a FIM
+    // prompt also the suffix after it, which the new line moved).
+    let warm = |stats: &spark_engine::CompletionStats| stats.n_reused * 2 >= stats.n_prompt;
+    assert!(warm(&back_to_a.stats), "switching back is not a cold prompt: {:?}", back_to_a.stats);
     b.prefix.push_str("\n// again\n");
     let back_to_b = engine.complete(b).await.unwrap();
-    assert!(back_to_b.stats.n_decoded <= 16, "{:?}", back_to_b.stats);
+    assert!(warm(&back_to_b.stats), "{:?}", back_to_b.stats);
     engine.shutdown();
 }

@@ -113,8 +113,13 @@ fn edits_move_the_cursor_and_positions_out_of_range_are_clamped() {
 #[test]
 fn a_task_is_made_for_the_version_it_answers() {
     runtime().block_on(async {
-        let (workspace, _) = workspace("");
-        let broken = "pub fn f(a: u32) -> u32 {\n    let x = a + 1\n    x\n}\n";
+        // No strong tier: an installed Qwen model would otherwise be asked when the scripted one has nothing.
+        let engine = Arc::new(Engine::start_scripted(vec![String::new()]));
+        let mut settings = Settings::default();
+        settings.tasks.strong_model = "none".to_owned();
+        let workspace = Workspace::new(engine, settings, PositionEncoding::Utf16, |_| {});
+        // The parser reports the `;` as missing (before a `}`; before another statement it reports an ERROR).
+        let broken = "pub fn f(a: u32) -> u32 {\n    let x = a + 1\n}\n";
         workspace.open(URI, None, "rust", broken, 3);
         let mut request = TaskRequest {
             uri: URI.into(),
