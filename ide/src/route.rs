@@ -92,6 +92,19 @@ impl Generator<'_> {
         }
     }
 
+    /// Whether a task's answer will come in a chat form (the local model's chat template or a chat endpoint),
+    /// where every backend the route may use answers that way: a task shapes its prompt by it (Spark fix asks a
+    /// chat model for the whole function, a few-shot prompt for the broken statement), and a remote few-shot
+    /// answer of one statement checked against a whole function reads as a deletion.
+    pub fn answers_in_chat_form(&self) -> bool {
+        let local = self.local_chat().is_some();
+        match (self.route, self.remote) {
+            (Route::Local, _) | (_, None) => local,
+            (Route::Remote, Some(remote)) => remote.config().chat,
+            (Route::RemoteThenLocal | Route::Race, Some(remote)) => local && remote.config().chat,
+        }
+    }
+
     /// Runs a task prompt along the route: each backend gets the form it understands (the local model's own
     /// chat template, chat messages for a chat endpoint, the few-shot prompt otherwise); `request` carries
     /// everything else (budget, deadline, sampling, cancel). The answer says which form it answers.

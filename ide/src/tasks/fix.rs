@@ -113,7 +113,7 @@ pub(super) async fn fix(
             }
         }
     }
-    let chat = generator.local_chat().is_some();
+    let chat = generator.answers_in_chat_form();
     let function = if chat { enclosing_function(document, node.clone()) } else { node.clone() };
     // A compiler's diagnostic in code that parses is most often fixed on its own line (a misspelled name, a wrong
     // literal, a missing argument): when the compiler checks candidates, an instruction-tuned model is first
