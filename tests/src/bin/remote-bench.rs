@@ -38,7 +38,7 @@ const CONTEXT_SIZE: usize = 4096;
 /// deadline longer than Spark's 225 ms default, so that every path can finish the same suggestions.
 const MAX_TOKENS: usize = 48;
 const DEADLINE_MS: u64 = 1000;
-const MODEL_NAME: &str = "gemma-3-270m";
+const MODEL_NAME: &str = "qwen2.5-coder-0.5b";
 const N_OVERHEAD: usize = 30;
 const N_WARMUP: usize = 3;
 const TYPED_LINE: &str = "self.items.get(name).copied().unwrap_or(0)";
