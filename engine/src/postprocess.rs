@@ -49,7 +49,10 @@ fn block_stop(generated: &str, context: &StopContext<'_>) -> Option<usize> {
         let line_end = line_start + newline;
         let line = &generated[line_start..line_end];
         let is_first = line_start == 0;
-        n_lines += 1;
+        // A line break first ends the cursor's line as it is: the suggestion's first line is the next one.
+        if !(is_first && line.trim().is_empty()) {
+            n_lines += 1;
+        }
         if !is_first {
             let trimmed = line.trim();
             if trimmed.is_empty() {
@@ -246,6 +249,17 @@ mod tests {
         assert_eq!(stop_at("a\n    b\n    c\n", &short), Some(7));
     }
 
+    #[test]
+    fn a_one_line_block_is_the_rest_of_the_line_or_else_the_next_line() {
+        let one = StopContext { max_lines: 1, ..block("    ", "\n}\n") };
+        assert_eq!(stop_at(" + 1;\n    y", &one), Some(5));
+        // The cursor's line was complete: the next line is the suggestion, and it ends with its line break.
+        assert_eq!(stop_at("\n    foo();\n    bar", &one), Some(11));
+        assert_eq!(stop_at("\n    foo(", &one), None);
+        assert_eq!(finalize("\n    foo();\n    bar();", &one).as_deref(), Some("\n    foo();"));
+        assert_eq!(finalize("\n}\n", &one), None);
+    }
+
     proptest::proptest! {
         /// The cut `stop_at` asks for is a character boundary of what was generated; in line mode nothing past
         /// the first line survives.
@@ -260,7 +274,10 @@ mod tests {
                     if mode == StopMode::Line {
                         proptest::prop_assert!(!text.contains('\n'), "{:?}", text);
                     }
-                    proptest::prop_assert!(text.lines().count() <= max_lines.max(1) || mode != StopMode::Block);
+                    // A blank first line (a line break that ends the cursor's line) is not one of the lines.
+                    let blank_first = text.lines().next().is_some_and(|first| first.trim().is_empty());
+                    let n_lines = text.lines().count() - usize::from(blank_first);
+                    proptest::prop_assert!(n_lines <= max_lines.max(1) || mode != StopMode::Block);
                 }
             }
         }
