@@ -699,6 +699,7 @@ mod tests {
             background: false,
             min_confidence: 0.0,
             speculate: false,
+            heal: false,
         };
         (Job { request, queued_at: Instant::now(), reply }, answer)
     }

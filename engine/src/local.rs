@@ -314,6 +314,33 @@ impl LanguageModel for LlamaLm<'_> {
         let logits = self.context.get_logits_ith(self.last_logits_idx);
         softmax_of(logits, usize::try_from(token).ok()?)
     }
+
+    fn n_vocab(&self) -> usize {
+        usize::try_from(self.model.vocab().n_tokens()).unwrap_or(0)
+    }
+
+    fn sample_among(&mut self, allowed: &[Token]) -> Option<Token> {
+        let logits = self.context.get_logits_ith(self.last_logits_idx);
+        let logit = |token: &Token| usize::try_from(*token).ok().and_then(|idx| logits.get(idx)).copied();
+        allowed
+            .iter()
+            .filter_map(|token| Some((logit(token)?, *token)))
+            .filter(|(logit, _)| logit.is_finite())
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, token)| token)
+    }
+
+    fn probability_among(&self, token: Token, allowed: &[Token]) -> Option<f32> {
+        let logits = self.context.get_logits_ith(self.last_logits_idx);
+        let among: Vec<f32> = allowed
+            .iter()
+            .map(|allowed| {
+                usize::try_from(*allowed).ok().and_then(|idx| logits.get(idx)).copied().unwrap_or(f32::NEG_INFINITY)
+            })
+            .collect();
+        let idx = allowed.iter().position(|allowed| *allowed == token)?;
+        softmax_of(&among, idx)
+    }
 }
 
 /// The softmax probability of entry `idx` of `logits`. Terms more than `NEGLIGIBLE` below the highest logit add

@@ -58,6 +58,9 @@ pub struct CompletionRequest {
     /// Decode with prompt-lookup speculation even when `model.speculative` is off: for answers that mostly copy
     /// the prompt (a rewritten window), where an exact match with plain greedy decoding is not the point.
     pub speculate: bool,
+    /// Token healing for a greedy ghost-text request: the prompt's last tokens on the cursor's line are taken back
+    /// and the answer must start with their text ([`Session`]'s `take_back_for_healing`).
+    pub heal: bool,
 }
 
 /// Why generation ended.
@@ -155,6 +158,22 @@ pub trait LanguageModel {
     }
     /// Chooses how `sample` picks tokens from now on.
     fn set_sampling(&mut self, sampling: Sampling);
+    /// Tokens in the vocabulary (ids `0..n_vocab`, each with its `piece`); 0 when the backend cannot restrict a
+    /// choice to some of them ([`LanguageModel::sample_among`]), which turns token healing off.
+    fn n_vocab(&self) -> usize {
+        0
+    }
+    /// The greedy choice among `allowed` at the position `sample` would choose for; `None` when the backend cannot
+    /// restrict it.
+    fn sample_among(&mut self, allowed: &[Token]) -> Option<Token> {
+        let _ = allowed;
+        None
+    }
+    /// The probability of `token` among `allowed` (softmax at temperature one, renormalised over them).
+    fn probability_among(&self, token: Token, allowed: &[Token]) -> Option<f32> {
+        let _ = (token, allowed);
+        None
+    }
 }
 
 /// The greedy choice at one position of a verified batch.
@@ -195,6 +214,9 @@ const MIN_DRAFT: usize = 2;
 const DRAFT_RETRY_AFTER: u32 = 16;
 const NGRAM_MAX: usize = 4;
 const NGRAM_MIN: usize = 2;
+/// Token healing takes back at most this many prompt tokens, and at most this many bytes of them.
+const MAX_HEAL_TOKENS: usize = 3;
+const MAX_HEAL_BYTES: usize = 32;
 
 /// Whether prompt-lookup drafts pay on this machine and model, from what they cost: the time per generated token
 /// of plain decoding and of verified drafts (moving averages, in microseconds). A draft is verified in one batch,
@@ -358,6 +380,8 @@ struct Continuation {
     bytes: Vec<u8>,
     /// For each generated token: where its bytes end in `bytes`, and the model's probability of it.
     ends: Vec<(usize, f64)>,
+    /// The first bytes of `bytes` that were prompt text, taken back from the prompt by token healing.
+    healed: usize,
 }
 
 /// A generation's text and how likely the model rates it: the product of its tokens' probabilities, and after
@@ -401,6 +425,8 @@ pub struct Session<M> {
     /// evaluation ended there and the sequence has not changed since. A request whose prompt is exactly that
     /// sequence samples from them without evaluating its last token again (typing along a generation).
     logits_at: Option<(usize, usize)>,
+    /// The vocabulary by piece, for token healing: built on first use; `None` inside when the model has none.
+    vocab: Option<Option<VocabIndex>>,
 }
 
 impl<M: LanguageModel> Session<M> {
@@ -416,6 +442,7 @@ impl<M: LanguageModel> Session<M> {
             drafts: DraftPolicy::new(),
             step_cost: StepCost::default(),
             logits_at: None,
+            vocab: None,
         }
     }
 
@@ -536,16 +563,25 @@ impl<M: LanguageModel> Session<M> {
         let carried = slot.continuation.take().filter(|_| continues).and_then(|previous| {
             let typed = rendered.strip_prefix(previous.rendered.as_str())?;
             let fits = previous.tokens.len() + request.max_tokens + 8 <= self.model.n_ctx();
-            (previous.lane == request.lane && fits && previous.bytes.starts_with(typed.as_bytes()))
-                .then_some((previous, typed.len()))
+            let generated = previous.bytes.get(previous.healed..)?;
+            let skip = previous.healed + typed.len();
+            (previous.lane == request.lane && fits && generated.starts_with(typed.as_bytes()))
+                .then_some((previous, skip))
         });
+        // The bytes the first generated tokens must start with: the end of the prompt, taken back (token healing).
+        let mut heal: Vec<u8> = Vec::new();
         let (mut continuation, skip) = match carried {
             Some((previous, skip)) => (previous, skip),
             None => {
-                let tokens = self.prompt_tokens(&rendered, request.max_tokens);
+                let mut tokens = self.prompt_tokens(&rendered, request.max_tokens);
+                if continues && request.heal && request.max_tokens > 0 {
+                    let typed = prompt::split_at_line_start(&request.prefix).1;
+                    heal = self.take_back_for_healing(&mut tokens, typed.as_bytes());
+                }
+                let healed = heal.len();
                 let continuation =
-                    Continuation { lane: request.lane, rendered, tokens, bytes: Vec::new(), ends: Vec::new() };
-                (continuation, 0)
+                    Continuation { lane: request.lane, rendered, tokens, bytes: Vec::new(), ends: Vec::new(), healed };
+                (continuation, healed)
             }
         };
         stats.n_carried = continuation.ends.len();
@@ -637,7 +673,9 @@ impl<M: LanguageModel> Session<M> {
         let mut redecode: Option<Token> = None;
         // The generated bytes (carried over ones included) and the answer: what follows the typed ones.
         let mut bytes: Vec<u8> = std::mem::take(&mut continuation.bytes);
-        let visible = |bytes: &[u8]| String::from_utf8_lossy(valid_utf8_prefix(&bytes[skip..])).into_owned();
+        // (Healed bytes count as typed: a first token shorter than them shows nothing yet.)
+        let visible =
+            |bytes: &[u8]| String::from_utf8_lossy(valid_utf8_prefix(bytes.get(skip..).unwrap_or(&[]))).into_owned();
         let mut text = String::new();
         // Ghost text is rated by the model's own probabilities (task prompts are sampled and checked otherwise).
         let rate = !request.raw_prompt;
@@ -681,6 +719,14 @@ impl<M: LanguageModel> Session<M> {
                 (token, false, false)
             } else if let Some(token) = pending.take() {
                 (token, false, true)
+            } else if let Some((token, allowed)) = self.healing_choice(&heal) {
+                if rate {
+                    prob = f64::from(self.model.probability_among(token, &allowed).unwrap_or(1.0));
+                }
+                let piece_len = self.model.piece(token).len();
+                heal.drain(..piece_len.min(heal.len()));
+                // A draft is the model's own choice: not while the healed text still constrains the next token.
+                (token, false, heal.is_empty())
             } else {
                 let token = self.model.sample();
                 // Tokens a verified draft gave are not rated (speculation is off by default).
@@ -836,6 +882,49 @@ impl<M: LanguageModel> Session<M> {
         Ok(self.finish(text, stop, stats, started))
     }
 
+    /// Token healing: a prompt that ends inside a word ends with tokens the model would not have chosen there
+    /// (`swit` is `sw`, `it`; the model's own `switch` is one token), and after such a split it continues
+    /// badly (measured: `swit` → `c (type) {`). The prompt's last tokens that lie on the cursor's line — the last
+    /// one, and before it those of the same word — are taken off `tokens`, and the first generated tokens are
+    /// restricted to those consistent with their bytes, which are returned. Nothing is taken back when the model
+    /// cannot restrict its choice, or the tokens do not spell the end of `typed`.
+    fn take_back_for_healing(&mut self, tokens: &mut Vec<Token>, typed: &[u8]) -> Vec<u8> {
+        if typed.is_empty() || self.model.n_vocab() == 0 {
+            return Vec::new();
+        }
+        let n_tail = tokens.len().saturating_sub(1).min(MAX_HEAL_TOKENS);
+        let pieces: Vec<Vec<u8>> =
+            tokens[tokens.len() - n_tail..].iter().map(|token| self.model.piece(*token)).collect();
+        let (n_heal, healed) = heal_span(&pieces, typed);
+        if n_heal == 0 || self.vocab_index().is_none() {
+            return Vec::new();
+        }
+        tokens.truncate(tokens.len() - n_heal);
+        healed
+    }
+
+    /// While healed bytes are left: the greedy choice among the tokens consistent with them, and those tokens.
+    fn healing_choice(&mut self, heal: &[u8]) -> Option<(Token, Vec<Token>)> {
+        if heal.is_empty() {
+            return None;
+        }
+        let allowed = self.vocab_index()?.consistent_with(heal);
+        let token = self.model.sample_among(&allowed)?;
+        Some((token, allowed))
+    }
+
+    fn vocab_index(&mut self) -> Option<&VocabIndex> {
+        if self.vocab.is_none() {
+            let started = Instant::now();
+            let index = VocabIndex::build(&self.model);
+            if let Some(index) = &index {
+                tracing::debug!(n_tokens = index.sorted.len(), ms = millis(started.elapsed()), "vocabulary indexed");
+            }
+            self.vocab = Some(index);
+        }
+        self.vocab.as_ref().and_then(Option::as_ref)
+    }
+
     fn finish(&self, text: String, stop: StopReason, mut stats: CompletionStats, started: Instant) -> Completion {
         stats.total_ms = millis(started.elapsed());
         Completion { text, stop, stats }
@@ -868,6 +957,67 @@ impl<M: LanguageModel> Session<M> {
         }
         tokens
     }
+}
+
+/// Every token's piece, sorted by its bytes, so that the tokens starting with some bytes are one range of it.
+/// Tokens without text (control tokens) and end-of-generation tokens are left out.
+struct VocabIndex {
+    sorted: Vec<(Vec<u8>, Token)>,
+}
+
+impl VocabIndex {
+    fn build(model: &impl LanguageModel) -> Option<VocabIndex> {
+        let n_vocab = i32::try_from(model.n_vocab()).ok().filter(|n| *n > 0)?;
+        let pieces =
+            (0..n_vocab).filter(|token| !model.is_end_of_generation(*token)).map(|token| (model.piece(token), token));
+        Some(VocabIndex::from_pieces(pieces))
+    }
+
+    fn from_pieces(pieces: impl Iterator<Item = (Vec<u8>, Token)>) -> VocabIndex {
+        let mut sorted: Vec<(Vec<u8>, Token)> = pieces.filter(|(piece, _)| !piece.is_empty()).collect();
+        sorted.sort_unstable();
+        VocabIndex { sorted }
+    }
+
+    /// The tokens a generation that must start with `bytes` may choose next: those whose piece starts with
+    /// `bytes`, and those whose piece is a shorter start of it (more tokens then follow).
+    fn consistent_with(&self, bytes: &[u8]) -> Vec<Token> {
+        let from = self.sorted.partition_point(|(piece, _)| piece.as_slice() < bytes);
+        let mut allowed: Vec<Token> = self.sorted[from..]
+            .iter()
+            .take_while(|(piece, _)| piece.starts_with(bytes))
+            .map(|(_, token)| *token)
+            .collect();
+        for len in 1..bytes.len() {
+            let start = &bytes[..len];
+            let at = self.sorted.partition_point(|(piece, _)| piece.as_slice() < start);
+            allowed.extend(self.sorted[at..].iter().take_while(|(piece, _)| piece == start).map(|(_, token)| *token));
+        }
+        allowed
+    }
+}
+
+/// Which of a prompt's last tokens token healing takes back, given their pieces (in prompt order) and the text
+/// typed on the cursor's line (the prompt's end): the last token, and before it those of the same word, all within
+/// the typed text. Returns how many, and their bytes; none when the pieces do not spell the end of `typed`.
+fn heal_span(pieces: &[Vec<u8>], typed: &[u8]) -> (usize, Vec<u8>) {
+    let is_word = |byte: &u8| byte.is_ascii_alphanumeric() || *byte == b'_' || *byte >= 0x80;
+    let mut healed: Vec<u8> = Vec::new();
+    let mut n_heal = 0;
+    for piece in pieces.iter().rev() {
+        let longer = piece.len() + healed.len();
+        let same_word = healed.is_empty()
+            || (healed.first().is_some_and(is_word) && !piece.is_empty() && piece.iter().all(is_word));
+        if piece.is_empty() || longer > typed.len() || longer > MAX_HEAL_BYTES || !same_word {
+            break;
+        }
+        healed.splice(0..0, piece.iter().copied());
+        n_heal += 1;
+    }
+    if !typed.ends_with(&healed) {
+        return (0, Vec::new());
+    }
+    (n_heal, healed)
 }
 
 /// Prompt-lookup drafting: the tokens that followed the latest earlier occurrence of the last n-gram of
@@ -950,6 +1100,8 @@ pub(crate) mod fake {
         /// (sequence, length) the logits belong to, as llama.cpp's: the last evaluation's, until that sequence is
         /// cut below it or overwritten. Sampling asserts that they are those after the sequence's last token.
         logits: Option<(usize, usize)>,
+        /// It can restrict its choice to some tokens (token healing), over a vocabulary of the ASCII characters.
+        pub heals: bool,
     }
 
     pub const EOG: Token = -2;
@@ -978,6 +1130,7 @@ pub(crate) mod fake {
                 token_probability: None,
                 token_time: Duration::ZERO,
                 logits: None,
+                heals: false,
             }
         }
 
@@ -1080,6 +1233,23 @@ pub(crate) mod fake {
         fn probability(&self, _token: Token) -> Option<f32> {
             self.token_probability
         }
+        fn n_vocab(&self) -> usize {
+            if self.heals {
+                0x80
+            } else {
+                0
+            }
+        }
+        fn sample_among(&mut self, allowed: &[Token]) -> Option<Token> {
+            if !self.heals {
+                return None;
+            }
+            let choice = self.sample();
+            Some(if allowed.contains(&choice) { choice } else { *allowed.first()? })
+        }
+        fn probability_among(&self, _token: Token, _allowed: &[Token]) -> Option<f32> {
+            self.token_probability
+        }
     }
 }
 
@@ -1106,6 +1276,7 @@ mod tests {
             background: false,
             min_confidence: 0.0,
             speculate: false,
+            heal: true,
         }
     }
 
@@ -1323,6 +1494,65 @@ mod tests {
         let other = other.unwrap();
         assert_eq!(other.stats.n_carried, 0);
         assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
+    }
+
+    #[test]
+    fn token_healing_takes_back_the_word_at_the_prompt_end_and_shows_only_what_follows_it() {
+        // A vocabulary of characters: `wit` (three tokens of one word) is taken back and spelled again, then the
+        // model goes on; the answer is what follows the typed text.
+        let mut model = FakeModel::new("witch (type) {\nnext");
+        model.heals = true;
+        let mut session = Session::new(model, None);
+        let first = session.complete(&request("  swit", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(first.text, "ch (type) {");
+        assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
+        assert_eq!(
+            session.cached_tokens().len(),
+            "  s".len() + 1 + "witch (type) {".len(),
+            "BOS, the prompt less `wit`"
+        );
+
+        // Typing along: the generation is continued past the healed bytes.
+        let along = session.complete(&request("  switc", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(along.text, "h (type) {");
+        assert!(along.stats.n_carried > 0 && along.stats.n_decoded == 0, "{:?}", along.stats);
+
+        // Typing something else: a fresh prompt, healed again, the cache still what the model holds.
+        let other = session.complete(&request("  swix", "", StopMode::Line), Instant::now()).unwrap();
+        assert_eq!(other.stats.n_carried, 0);
+        assert_eq!(session.cached_tokens(), session.model.caches[0].as_slice());
+    }
+
+    #[test]
+    fn heal_span_takes_the_last_token_and_the_rest_of_its_word() {
+        let pieces = |list: &[&str]| list.iter().map(|piece| piece.as_bytes().to_vec()).collect::<Vec<_>>();
+        let cases: &[(&[&str], &str, usize, &str)] = &[
+            (&["  ", "sw", "it"], "  swit", 2, "swit"),
+            (&["foo", "("], "foo(", 1, "("),
+            (&["x", ".", "len"], "x.len", 1, "len"),
+            (&["   ", " "], "    ", 1, " "),
+            (&["let", " x"], "let x", 1, " x"),
+            // The tokens do not spell the typed text (the prompt's end is elsewhere): nothing is healed.
+            (&["ab"], "b", 0, ""),
+            (&["q"], "abc", 0, ""),
+        ];
+        for (list, typed, n, healed) in cases {
+            let got = heal_span(&pieces(list), typed.as_bytes());
+            assert_eq!(got, (*n, healed.as_bytes().to_vec()), "{list:?} typed {typed:?}");
+        }
+    }
+
+    #[test]
+    fn the_vocabulary_index_finds_tokens_consistent_with_healed_bytes() {
+        let vocab = ["i", "it", "itch", "item", "x", "iterate", "t", ""];
+        let index = VocabIndex::from_pieces(
+            vocab.iter().enumerate().map(|(id, piece)| (piece.as_bytes().to_vec(), id as Token)),
+        );
+        let mut got = index.consistent_with(b"it");
+        got.sort_unstable();
+        // `it`, `itch`, `item`, `iterate` start with it; `i` is a shorter start (a `t` follows).
+        assert_eq!(got, vec![0, 1, 2, 3, 5]);
+        assert_eq!(index.consistent_with(b"zz"), Vec::<Token>::new());
     }
 
     #[test]

@@ -137,6 +137,7 @@ mod tests {
             background: false,
             min_confidence: 0.0,
             speculate: false,
+            heal: false,
         }
     }
 

@@ -47,6 +47,7 @@ fn ghost(lane: u64, prefix: &str, suffix: &str) -> CompletionRequest {
         background: false,
         min_confidence: 0.0,
         speculate: false,
+        heal: false,
     }
 }
 
@@ -155,4 +156,27 @@ async fn each_recent_document_and_the_tasks_keep_their_own_slot() {
     let back_to_b = engine.complete(b).await.unwrap();
     assert!(warm(&back_to_b.stats), "{:?}", back_to_b.stats);
     engine.shutdown();
+}
+
+/// Token healing on the real model: a prompt that ends inside a word (`self.ite`) gets an answer that finishes a
+/// word of the file (`items`), the prompt's last tokens spelled again by the model's own tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_ending_inside_a_word_is_healed_and_the_word_finished() {
+    let engine = Engine::start(config(false, 2));
+    engine.wait_ready().await.expect("the model loads");
+    let (prefix, suffix) = FIXTURE.split_once("$0").expect("the fixture has a $0 cursor");
+    let words: Vec<&str> = FIXTURE.split(|ch: char| !ch.is_alphanumeric() && ch != '_').collect();
+    for partial in ["self.ite", "self.items.get(na", "self.items.get(name).copied().unwr"] {
+        let typed = partial.rsplit(|ch: char| !ch.is_alphanumeric() && ch != '_').next().unwrap_or("");
+        let mut request = ghost(1, &format!("{prefix}{partial}"), suffix);
+        request.heal = true;
+        let answer = engine.complete(request).await.expect("a completion");
+        let rest: String = answer.text.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
+        let word = format!("{typed}{rest}");
+        assert!(
+            words.contains(&word.as_str()) || word == "unwrap" || word == "unwrap_or",
+            "{partial:?} → {:?}: {word:?} is no word of the file",
+            answer.text
+        );
+    }
 }

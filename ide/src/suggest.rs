@@ -54,6 +54,7 @@ pub fn prepare(
         background: false,
         min_confidence: settings.min_confidence(),
         speculate: false,
+        heal: settings.token_healing,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
@@ -92,6 +93,7 @@ pub fn warm_up(
         background: true,
         min_confidence: 0.0,
         speculate: false,
+        heal: false,
     }
 }
 

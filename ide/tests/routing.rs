@@ -109,6 +109,7 @@ fn ghost_text(prefix: &str) -> CompletionRequest {
         background: false,
         min_confidence: 0.0,
         speculate: false,
+        heal: false,
     }
 }
 

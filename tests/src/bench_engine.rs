@@ -81,6 +81,7 @@ impl Doc {
             background: false,
             min_confidence: 0.0,
             speculate: false,
+            heal: false,
         }
     }
 
@@ -171,6 +172,7 @@ fn task_request(prompt: &str, max_tokens: usize) -> CompletionRequest {
         background: false,
         min_confidence: 0.0,
         speculate: false,
+        heal: false,
     }
 }
 

@@ -237,6 +237,7 @@ impl Workspace {
             background: true,
             min_confidence: 0.0,
             speculate: true,
+            heal: false,
         };
         let generated = match generator.generate_task(&prompt, request).await {
             Ok(generated) => generated,
