@@ -574,7 +574,9 @@ impl<M: LanguageModel> Session<M> {
             Some((previous, skip)) => (previous, skip),
             None => {
                 let mut tokens = self.prompt_tokens(&rendered, request.max_tokens);
-                if continues && request.heal && request.max_tokens > 0 {
+                // A warm-up heals too: it brings exactly the tokens the next request in this state evaluates
+                // into the cache (unhealed, the next request would type along it and skip healing).
+                if continues && request.heal {
                     let typed = prompt::split_at_line_start(&request.prefix).1;
                     heal = self.take_back_for_healing(&mut tokens, typed.as_bytes());
                 }
