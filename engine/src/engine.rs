@@ -442,6 +442,9 @@ fn load_and_serve(
     let info = Arc::new(info);
     let mut session = Session::new(lm, info.fim.clone());
     session.speculative = config.speculative;
+    // Token healing's vocabulary index (~60 ms for Qwen2.5-Coder's 152k tokens on 2 cores): built with the model,
+    // not on the first keystroke.
+    session.index_vocabulary();
     state.send_replace(EngineState::Ready(info));
     serve(&mut session, commands, counters, config.reuse)
 }

@@ -915,6 +915,11 @@ impl<M: LanguageModel> Session<M> {
         Some((token, allowed))
     }
 
+    /// Builds the vocabulary index token healing uses, if it is not built yet (else it is built on first use).
+    pub fn index_vocabulary(&mut self) {
+        let _ = self.vocab_index();
+    }
+
     fn vocab_index(&mut self) -> Option<&VocabIndex> {
         if self.vocab.is_none() {
             let started = Instant::now();
