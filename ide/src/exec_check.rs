@@ -243,11 +243,21 @@ pub fn parse_tsc(output: &str) -> Vec<CompilerError> {
         .collect()
 }
 
+/// `tsc`'s errors without those of packages the checkout has not installed.
+fn parse_tsc_errors(output: &str) -> Vec<CompilerError> {
+    parse_tsc(output).into_iter().filter(|error| !is_uninstalled_package(error)).collect()
+}
+
 /// Whether a compiler error is the diagnostic the user asked to fix: the first line of the diagnostic's message
 /// (editors show the compiler's message, sometimes with more lines) equals or contains the compiler's.
 pub fn is_target(error: &CompilerError, target_message: &str) -> bool {
+    is_target_message(&error.message, target_message)
+}
+
+/// [`is_target`] over a compiler's message alone.
+pub fn is_target_message(message: &str, target_message: &str) -> bool {
     let target = target_message.lines().next().unwrap_or("").trim();
-    !target.is_empty() && (target == error.message || target.contains(&error.message) || error.message.contains(target))
+    !target.is_empty() && (target == message || target.contains(message) || message.contains(target))
 }
 
 /// The lines of an edit in the new text: the file (relative to the project root, as compilers name it) and the
@@ -572,8 +582,9 @@ pub struct Gate<'a> {
     path: Option<&'a Path>,
     original: &'a str,
     target_message: Option<&'a str>,
-    /// The original text's errors, computed at most once per task and only when a candidate has errors.
-    baseline: tokio::sync::OnceCell<Result<Vec<CompilerError>, String>>,
+    /// The original text's errors and the compiler's whole output for it (where the fix path reads the
+    /// compiler's own suggestions), computed at most once per task: when a candidate has errors, or when asked.
+    baseline: tokio::sync::OnceCell<Result<(Vec<CompilerError>, String), String>>,
     /// What ran for the candidate that passed, for the outcome's title.
     passed: Mutex<Vec<String>>,
 }
@@ -730,12 +741,9 @@ impl<'a> Gate<'a> {
                     let build_info = scratch.target.join("tsc.tsbuildinfo");
                     let step = tsc_step(tsc, has_tsconfig, &edited_path, &build_info);
                     let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
-                    let parse = |stdout: &str| {
-                        parse_tsc(stdout).into_iter().filter(|error| !is_uninstalled_package(error)).collect()
-                    };
-                    let errors: Vec<CompilerError> = parse(&candidate.stdout);
+                    let errors = parse_tsc_errors(&candidate.stdout);
                     let edited = EditedLines::of(&edited_path, change);
-                    self.judge_errors(&scratch, &edited, &step, &errors, parse, cancel).await?;
+                    self.judge_errors(&scratch, &edited, &step, &errors, parse_tsc_errors, cancel).await?;
                     if errors.is_empty() && candidate.status != Some(0) {
                         let why = format!("tsc failed: {}", last_line(&candidate.stderr));
                         return Err(Checked::Unchecked(Unchecked::Tool(why)));
@@ -803,21 +811,58 @@ impl<'a> Gate<'a> {
         if let Some(error) = errors.iter().find(|error| edited.contains(error)) {
             return Err(Checked::Refused(format!("{}: in the edit: {error}", step.label)));
         }
-        let edited_path = Path::new(&edited.file);
-        let baseline = self
-            .baseline
+        let baseline = self.baseline(scratch, Path::new(&edited.file), step, parse, cancel).await;
+        let baseline = baseline.as_ref().ok().map(|(errors, _)| errors.as_slice());
+        judge(errors, baseline, self.target_message, Some(edited))
+            .map_err(|reason| Checked::Refused(format!("{}: {reason}", step.label)))
+    }
+
+    /// The original text's errors and output under `step`, run once per task.
+    async fn baseline(
+        &self,
+        scratch: &Scratch,
+        edited_path: &Path,
+        step: &Step,
+        parse: impl Fn(&str) -> Vec<CompilerError>,
+        cancel: &CancellationToken,
+    ) -> &Result<(Vec<CompilerError>, String), String> {
+        self.baseline
             .get_or_init(|| async {
                 // The original of the edited file (a created test file had none).
                 let original = if edited_path == scratch.project.file { Some(self.original) } else { None };
                 match scratch.run_original(edited_path, original, step, self.settings, cancel).await {
-                    Ok(ran) => Ok(parse(&ran.stdout)),
+                    Ok(ran) => Ok((parse(&ran.stdout), ran.stdout)),
                     Err(error) => Err(format!("{error:?}")),
                 }
             })
-            .await;
-        let baseline = baseline.as_ref().ok().map(Vec::as_slice);
-        judge(errors, baseline, self.target_message, Some(edited))
-            .map_err(|reason| Checked::Refused(format!("{}: {reason}", step.label)))
+            .await
+    }
+
+    /// The compiler's output for the task's document as it is (`cargo check --message-format=json`, or `tsc`),
+    /// the same run that candidates' errors are judged against: the fix path reads the compiler's own suggested
+    /// edits from it. `None` when `verify.compile` is off or no compiler could run here.
+    pub async fn original_output(&self, cancel: &CancellationToken) -> Option<(Project, String)> {
+        if !self.compile_on() {
+            return None;
+        }
+        let project = find_project(self.path?)?;
+        let scratch = Scratch::lock(&project).await.ok()?;
+        let baseline = match project.kind {
+            ProjectKind::Cargo => {
+                let step = cargo_check_step(&project, self.kind == TaskKind::Tests);
+                self.baseline(&scratch, &project.file, &step, parse_cargo_json, cancel).await
+            }
+            ProjectKind::Node => {
+                let step = tsc_step(
+                    find_tsc(&project)?,
+                    project.root.join("tsconfig.json").is_file(),
+                    &project.file,
+                    &scratch.target.join("tsc.tsbuildinfo"),
+                );
+                self.baseline(&scratch, &project.file, &step, parse_tsc_errors, cancel).await
+            }
+        };
+        baseline.as_ref().ok().map(|(_, output)| (project.clone(), output.clone()))
     }
 }
 

@@ -209,6 +209,8 @@ pub async fn run(
         samples: budget.samples.clamp(1, 3),
         time: Duration::from_millis(settings.strong_budget_ms.max(1)),
         verify: budget.verify,
+        // What needs no model was tried by the fast tier: the strong one spends its budget on its own answers.
+        model_only: outcome.is_some(),
     };
     let generator = Generator::local(&engine);
     let mut strong_outcome = tasks::run(&generator, kind, document, target, strong_budget, cancel).await?;

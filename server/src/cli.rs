@@ -451,8 +451,12 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     } else {
         spark_ide::exec_check::VerifySettings::off()
     };
-    let budget =
-        TaskBudget { samples: args.samples.max(1), time: std::time::Duration::from_millis(args.budget_ms), verify };
+    let budget = TaskBudget {
+        samples: args.samples.max(1),
+        time: std::time::Duration::from_millis(args.budget_ms),
+        verify,
+        ..TaskBudget::default()
+    };
     let fast_config = engine_config(args.model.as_deref(), args.threads);
     let task_settings =
         spark_ide::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
@@ -496,6 +500,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             "title": outcome.title,
             "samplesTried": outcome.samples_tried,
             "tier": outcome.tier.name(),
+            "origin": outcome.origin.name(),
             "ms": outcome.ms,
             "rejections": outcome.rejections,
             "message": (!outcome.verified()).then(|| kind.nothing_verified()),
@@ -507,11 +512,11 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             print!("{diff}");
         }
         eprintln!(
-            "spark-lsp: {} ({} ms, {} sample(s), {} tier)",
+            "spark-lsp: {} ({} ms, {} sample(s), {})",
             outcome.title,
             outcome.ms,
             outcome.samples_tried,
-            outcome.tier.name()
+            source_of(&outcome)
         );
     } else {
         println!("{}", kind.nothing_verified());
@@ -539,5 +544,14 @@ mod tests {
         assert!(parse_at("0:1").is_err());
         assert!(parse_at("3").is_err());
         assert!(parse_at("a:b").is_err());
+    }
+}
+
+/// Where a task's edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
+/// model ("compiler", "grammar", "similar name").
+pub fn source_of(outcome: &spark_ide::tasks::TaskOutcome) -> String {
+    match outcome.origin {
+        spark_ide::tasks::Origin::Model => format!("{} tier", outcome.tier.name()),
+        other => other.name().to_owned(),
     }
 }

@@ -206,7 +206,8 @@ impl Spark {
     }
 
     /// Runs a task for an action or command, to a verified edit or a message saying why there is none.
-    async fn run_task(&self, data: &ActionData) -> std::result::Result<(WorkspaceEdit, String), String> {
+    /// The edit comes with its title and where it came from ("fast tier", "compiler", …).
+    async fn run_task(&self, data: &ActionData) -> std::result::Result<(WorkspaceEdit, String, String), String> {
         let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
         let workspace = self.workspace().ok_or("Spark is not initialized")?;
         let range = data.position.map(|position| Range::new(position, position)).unwrap_or(data.range);
@@ -221,6 +222,7 @@ impl Spark {
         let done = workspace.run_task(&request, CancellationToken::new()).await?;
         Ok((
             actions::workspace_edit(&data.uri, &done.snapshot, workspace.encoding(), &done.outcome),
+            crate::cli::source_of(&done.outcome),
             done.outcome.title,
         ))
     }
@@ -431,7 +433,7 @@ impl LanguageServer for Spark {
             return Ok(action);
         };
         match self.run_task(&data).await {
-            Ok((edit, _)) => action.edit = Some(edit),
+            Ok((edit, _, _)) => action.edit = Some(edit),
             Err(message) => self.client.show_message(MessageType::INFO, message).await,
         }
         Ok(action)
@@ -452,10 +454,12 @@ impl LanguageServer for Spark {
             }
         };
         match self.run_task(&data).await {
-            Ok((edit, title)) => {
+            Ok((edit, source, title)) => {
                 let applied = self.client.apply_edit(edit).await;
                 match applied {
-                    Ok(response) if response.applied => Ok(Some(json!({"applied": true, "title": title}))),
+                    Ok(response) if response.applied => {
+                        Ok(Some(json!({"applied": true, "title": title, "source": source})))
+                    }
                     Ok(response) => {
                         let reason = response.failure_reason.unwrap_or_else(|| "the editor refused the edit".into());
                         self.client.show_message(MessageType::WARNING, format!("Spark: {reason}")).await;

@@ -1,10 +1,13 @@
 //! Spark fix: the node around a diagnostic or syntax error, rewritten by the model (the enclosing function for chat models) and narrowed back to what changed; the grammar's missing-token repair first.
 
+use super::suggested;
 use super::*;
-use crate::exec_check::Gate;
+use crate::exec_check::{find_project, Gate};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 use crate::tiers::Tier;
-use crate::verify::{check_changes_diagnosed_node, check_clears_syntax_error, check_rewrite, message_names};
+use crate::verify::{
+    check_changes_diagnosed_node, check_clears_syntax_error, check_parses_no_worse, check_rewrite, message_names,
+};
 use spark_engine::EngineError;
 use spark_grammars::tree_sitter::Node;
 use spark_grammars::{smallest_capture, syntax_errors};
@@ -61,7 +64,8 @@ pub(super) async fn fix(
     // The grammar knows what is missing (a `;`, a `)`): that repair is the first candidate, and it is checked
     // like any other.
     let mut refused_repair = None;
-    if let Some(repaired) = missing_token_repair(document, node.clone()) {
+    let repair = if budget.model_only { None } else { missing_token_repair(document, node.clone()) };
+    if let Some(repaired) = repair {
         if check_rewrite(document.lang, &document.text, node.clone(), &repaired, false).is_ok() {
             let change = FileChange {
                 path: None,
@@ -79,6 +83,7 @@ pub(super) async fn fix(
                         rejections: Vec::new(),
                         ms: 0,
                         tier: Tier::Fast,
+                        origin: Origin::Grammar,
                     };
                     return Ok(outcome);
                 }
@@ -93,26 +98,59 @@ pub(super) async fn fix(
     let compiled = !at_syntax_error && exec.compiles();
     let diagnosed_name = target.message.as_deref().and_then(|message| diagnosed_name(document, &target.range, message));
     let similar = diagnosed_name.map(|leaf| similar_names(document, leaf)).unwrap_or_default();
-    // A name the compiler cannot find, spelled like one the file has: that name in its place is a candidate (the
-    // compilers' own "did you mean"), offered only when the compiler accepts the file with it (`verify.compile`):
-    // the nearest name is not a fix unless it type-checks. Without a compiler the model decides, told the names.
-    if let Some(leaf) = diagnosed_name.filter(|_| compiled) {
-        for other in &similar {
+    // Candidates no model writes, each offered only when the compiler accepts the file with it (`verify.compile`):
+    // the compiler's own suggested edits (rustc's `help:` replacements, tsc's "Did you mean", the import of a name
+    // another module exports), then the file's names spelled like the one the compiler cannot find (the
+    // compilers' "did you mean" for a name rustc does not suggest). The nearest name is not a fix unless it
+    // type-checks. Without a compiler the model decides, told the names.
+    // rustc's whole diagnostic for the document as it is (the run candidates are judged against): its suggested
+    // edits are candidates, its notes and help go into the model's prompt ("help: provide the argument: `f(a,
+    // /* u32 */)`").
+    let rustc = match (&target.message, document.lang) {
+        (Some(diagnostic), Lang::Rust) if compiled => exec.original_output(cancel).await.map(|(project, output)| {
+            let file = project.file.to_string_lossy().into_owned();
+            let suggestions = suggested::rustc_suggestions(&output, &file, diagnostic, target.range.clone());
+            (suggestions, suggested::rustc_help(&output, &file, diagnostic, target.range.clone()))
+        }),
+        _ => None,
+    };
+    let (rustc_suggestions, help) = rustc.unwrap_or_default();
+    if compiled && !budget.model_only {
+        let mut candidates: Vec<(Origin, FileChange)> = compiler_candidates(document, target, rustc_suggestions)
+            .into_iter()
+            .map(|change| (Origin::Compiler, change))
+            .collect();
+        for other in diagnosed_name.map(|_| similar.as_slice()).unwrap_or_default() {
+            let leaf = diagnosed_name.expect("a similar name has a diagnosed name").byte_range();
             let change = FileChange {
                 path: None,
                 create: false,
                 old_text: document.text.clone(),
-                replace: leaf.byte_range(),
+                replace: leaf,
                 insert: other.clone(),
             };
+            if !candidates.iter().any(|(_, seen)| seen.new_text() == change.new_text()) {
+                candidates.push((Origin::SimilarName, change));
+            }
+        }
+        for (origin, change) in candidates {
+            let new_text = change.new_text();
+            let inserted = change.replace.start..change.replace.start + change.insert.len();
+            if let Err(rejection) = check_parses_no_worse(document.lang, &document.tree, &new_text, inserted) {
+                rejections.push(format!("{}: {rejection}", origin.name()));
+                continue;
+            }
             match exec.check(&change, cancel).await {
-                Ok(()) if exec.ran_any() => return Ok(sampled(&title, Some(change), tried, rejections)),
+                Ok(()) if exec.ran_any() => {
+                    return Ok(TaskOutcome { origin, ..sampled(&title, Some(change), tried, rejections) });
+                }
                 // No compiler could be run here: leave it to the model.
                 Ok(()) => break,
-                Err(refusal) => rejections.push(refusal),
+                Err(refusal) => rejections.push(format!("{}: {refusal}", origin.name())),
             }
         }
     }
+    let message = if help.is_empty() { message } else { format!("{message}\n{}", help.join("\n")) };
     let chat = generator.answers_in_chat_form();
     let function = if chat { enclosing_function(document, node.clone()) } else { node.clone() };
     // A compiler's diagnostic in code that parses is most often fixed on its own line (a misspelled name, a wrong
@@ -155,6 +193,43 @@ pub(super) async fn fix(
     tried += node_tried;
     rejections.extend(node_rejections);
     Ok(sampled(&title, found, tried, rejections))
+}
+
+/// The compiler's own suggested edits for the target diagnostic, as changes of the document (see
+/// [`suggested`]): for Rust, rustc's replacements (`rustc`, read from `cargo check`'s output for the document as
+/// it is); for TypeScript, the name tsc's message proposes, and for a name it cannot find, its import from the
+/// package's modules that export it (nearest first).
+fn compiler_candidates(
+    document: &TaskDocument,
+    target: &TaskTarget,
+    rustc: Vec<suggested::Suggested>,
+) -> Vec<FileChange> {
+    let Some(message) = target.message.as_deref() else { return Vec::new() };
+    let mut changes = Vec::new();
+    match document.lang {
+        Lang::Rust => {
+            for suggestion in &rustc {
+                changes.extend(suggested::as_change(document, suggestion));
+            }
+        }
+        Lang::TypeScript | Lang::Tsx => {
+            if let (Some(name), Some(leaf)) =
+                (suggested::tsc_did_you_mean(message), diagnosed_name(document, &target.range, message))
+            {
+                changes.extend(suggested::as_change(document, &vec![(leaf.byte_range(), name)]));
+            }
+            let project = document.path.as_deref().and_then(|path| find_project(path).map(|project| (path, project)));
+            if let (Some(name), Some((path, project))) = (suggested::tsc_missing_name(message), project) {
+                let exporters = suggested::ts_exporters(&project.root, path, name);
+                for (exporter, type_only) in exporters.into_iter().take(3) {
+                    let specifier = suggested::ts_specifier(path, &exporter, &document.text);
+                    changes.push(suggested::ts_import_change(document, name, &specifier, type_only));
+                }
+            }
+        }
+    }
+    changes.truncate(suggested::MAX_SUGGESTIONS);
+    changes
 }
 
 /// A model's rewrite of `node` as a checked edit: a chat answer's repeats of the code around the node taken

@@ -19,6 +19,7 @@ use crate::verify::Rejection;
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 mod fix;
 mod regex;
+pub mod suggested;
 mod tests;
 
 #[allow(unused_imports)]
@@ -108,11 +109,39 @@ pub struct TaskBudget {
     pub samples: usize,
     pub time: Duration,
     pub verify: VerifySettings,
+    /// The model's samples only: the candidates no model writes (the grammar's repair, the compiler's own
+    /// suggestions, the file's similarly spelled names) were tried already, by the fast tier.
+    pub model_only: bool,
 }
 
 impl Default for TaskBudget {
     fn default() -> Self {
-        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::off() }
+        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::off(), model_only: false }
+    }
+}
+
+/// Where a verified edit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// A model's answer (the outcome's tier says which model).
+    #[default]
+    Model,
+    /// The grammar's repair: the tokens the parser reported missing, inserted.
+    Grammar,
+    /// The compiler's own suggested edit (rustc's `help:`, tsc's "Did you mean", an import of an exported name).
+    Compiler,
+    /// A name of the file spelled like the one the compiler cannot find.
+    SimilarName,
+}
+
+impl Origin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Model => "model",
+            Origin::Grammar => "grammar",
+            Origin::Compiler => "compiler",
+            Origin::SimilarName => "similar name",
+        }
     }
 }
 
@@ -149,6 +178,8 @@ pub struct TaskOutcome {
     pub ms: u64,
     /// The model tier that produced the edit (or tried last).
     pub tier: Tier,
+    /// What produced the edit: a model (of `tier`), or a candidate no model wrote.
+    pub origin: Origin,
 }
 
 impl TaskOutcome {
@@ -197,6 +228,7 @@ fn nothing(title: &str) -> TaskOutcome {
         rejections: Vec::new(),
         ms: 0,
         tier: Tier::Fast,
+        origin: Origin::Model,
     }
 }
 

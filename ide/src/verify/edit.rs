@@ -230,6 +230,25 @@ pub fn check_rewrite(
     Ok(new_source)
 }
 
+/// An edit that needs no other check of its shape (a compiler's own suggestion, which the compiler then judges)
+/// must still parse: no syntax error inside what it inserts and none more in the file.
+pub fn check_parses_no_worse(
+    lang: Lang,
+    old_tree: &Tree,
+    new_source: &str,
+    edit: Range<usize>,
+) -> Result<(), Rejection> {
+    let before = count_errors(old_tree, None);
+    let Some(tree) = crate::parse::text(lang, new_source) else {
+        return Err(Rejection::SyntaxErrors { in_edit: 1, total_before: before, total_after: usize::MAX });
+    };
+    let (in_edit, total_after) = (count_errors(&tree, Some(edit)), count_errors(&tree, None));
+    if in_edit > 0 || total_after > before {
+        return Err(Rejection::SyntaxErrors { in_edit, total_before: before, total_after });
+    }
+    Ok(())
+}
+
 /// A fix at a syntax error must leave the file with fewer syntax errors than it had and, when its brackets did
 /// not match, fewer unmatched brackets: a rewrite that parses inside its node but moves the error elsewhere is
 /// no fix (Gemma 3 270M "fixed" an `if` missing its `}` by deleting the `else` after it, which parsed, left the

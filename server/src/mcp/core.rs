@@ -608,8 +608,12 @@ impl Core {
             let _turn = self.model_queue.lock().await;
             self.ready(deadline).await?;
             let left = deadline.saturating_duration_since(Instant::now());
-            let budget =
-                TaskBudget { samples: self.settings.samples.max(1), time: self.settings.task_budget.min(left), verify };
+            let budget = TaskBudget {
+                samples: self.settings.samples.max(1),
+                time: self.settings.task_budget.min(left),
+                verify,
+                ..TaskBudget::default()
+            };
             let fast_config = engine_config(&self.settings);
             let task_settings = TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() };
             let fast_path = match &fast_config.model {

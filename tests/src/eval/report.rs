@@ -200,6 +200,54 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
     rows
 }
 
+/// The fix cases per language and class (syntactic, semantic: the class is in the case's id), with where each
+/// right and each wrong edit came from (the server's `source`: a model tier, the compiler's suggestion, the
+/// grammar's repair, a similar name).
+fn fix_by_class(run: &Run) -> String {
+    let mut out = String::new();
+    for lang in [Lang::Rust, Lang::Ts] {
+        for class in ["syntactic", "semantic"] {
+            let results: Vec<_> = run
+                .results
+                .iter()
+                .filter(|r| r.task == "fix" && r.lang == lang && r.id.contains(&format!("-{class}-")))
+                .collect();
+            if results.is_empty() {
+                continue;
+            }
+            let by_source = |right: bool| {
+                let mut counts: Vec<(String, usize)> = Vec::new();
+                for result in results.iter().filter(|r| r.offered && r.correct == right && !r.harness_error) {
+                    let source = if result.source.is_empty() { "?".to_owned() } else { result.source.clone() };
+                    match counts.iter_mut().find(|(seen, _)| *seen == source) {
+                        Some((_, count)) => *count += 1,
+                        None => counts.push((source, 1)),
+                    }
+                }
+                counts.sort();
+                counts.iter().map(|(source, count)| format!("{source} {count}")).collect::<Vec<_>>().join(", ")
+            };
+            let correct = results.iter().filter(|r| r.correct).count();
+            let wrong = results.iter().filter(|r| r.offered && !r.correct && !r.harness_error).count();
+            if out.is_empty() {
+                out.push_str(
+                    "\n| fix | class | cases | correct | correct by source | **offered but wrong** | wrong by source |\n\
+                     |---|---|---|---|---|---|---|\n",
+                );
+            }
+            out.push_str(&format!(
+                "| {} | {class} | {} | {} | {} | **{wrong}** | {} |\n",
+                lang.name(),
+                results.len(),
+                pct(correct, results.len()),
+                by_source(true),
+                by_source(false)
+            ));
+        }
+    }
+    out
+}
+
 pub fn markdown(run: &Run) -> String {
     let mut out = format!("### {} (model: {}; {:.0} s wall)\n\n", run.label, run.model, run.wall_s);
     let tasks = task_rows(run);
@@ -224,6 +272,7 @@ pub fn markdown(run: &Run) -> String {
                 row.correct_per_s
             ));
         }
+        out.push_str(&fix_by_class(run));
         let harness_errors: usize = tasks.iter().map(|row| row.harness_errors).sum();
         if harness_errors > 0 {
             out.push_str(&format!(

@@ -52,6 +52,10 @@ pub struct CaseResult {
     /// The edit Spark offered (the `WorkspaceEdit` as the server sent it), for reading a wrong answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offered_edit: Option<Value>,
+    /// Where the offered edit came from, as the server says: "fast tier", "strong tier", "compiler", "grammar",
+    /// "similar name".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 /// One ghost-text keystroke position.
@@ -490,6 +494,7 @@ fn outcome(task: &str, lang: Lang, id: &str) -> CaseResult {
         ms: 0,
         note: String::new(),
         offered_edit: None,
+        source: String::new(),
     }
 }
 
@@ -531,10 +536,11 @@ fn ask(
             result.note = reply["reason"].as_str().unwrap_or("").to_owned();
             Ok(None)
         }
-        Answer::Got((Some(edit), _)) => {
+        Answer::Got((Some(edit), reply)) => {
             result.offered = true;
             result.verified = true;
             result.offered_edit = Some(edit.clone());
+            result.source = reply["source"].as_str().unwrap_or("").to_owned();
             let mut files = HashMap::from([(uri, text.to_owned())]);
             drive::apply_edit(&edit, &mut files)?;
             Ok(Some(files))

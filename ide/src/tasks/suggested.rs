@@ -1,0 +1,510 @@
+//! The compiler's own suggested edits as fix candidates: rustc's `help:` replacements (a similarly named local,
+//! `use std::collections::HashMap;`, a method spelled like the one called), tsc's "Did you mean 'x'?", and for
+//! tsc's "Cannot find name 'X'" the import of an `X` another module of the package exports (what tsserver's
+//! "Add import" offers). They are candidates like the model's, not answers: each is offered only when the
+//! compiler accepts the file with it (`verify.compile`). Everything here is pure: it reads compiler output, the
+//! document and, for imports, the package's source files.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::{FileChange, TaskDocument};
+use crate::exec_check::is_target_message;
+
+/// One suggested edit: byte ranges of the original text and what replaces each (a rustc suggestion may have
+/// several parts: `&` before an argument and `.clone()` after it).
+pub type Suggested = Vec<(Range<usize>, String)>;
+
+/// At most this many suggestions are compiled per fix: each costs a type-check of the project.
+pub const MAX_SUGGESTIONS: usize = 4;
+
+/// rustc's suggested replacements for the diagnostic the fix is asked about, from the output of
+/// `cargo check --message-format=json` on the original text. The diagnostic is the error in `file` (as cargo
+/// names it, relative to the workspace) whose message is the target's and whose primary span is nearest
+/// `target` (byte offsets of the same text). A suggestion with placeholders (`/* u32 */`) is left out.
+///
+/// rustc writes a suggestion's alternatives ("consider importing one of these items") and its parts (`&` here
+/// and `)` there) alike, as the spans of one `help` child: spans that all replace the same range are taken as
+/// alternatives, one candidate each; otherwise all of them together is the first candidate and each alone the
+/// next ones. The compiler decides which is right.
+pub fn rustc_suggestions(stdout: &str, file: &str, target_message: &str, target: Range<usize>) -> Vec<Suggested> {
+    rustc_diagnostic(stdout, file, target_message, target)
+        .map(|message| suggestions_of(&message, file))
+        .unwrap_or_default()
+}
+
+/// rustc's notes and help for the diagnostic (see [`rustc_suggestions`]) as lines for a model's prompt, each
+/// with its first suggested replacement, placeholders included: "help: provide the argument: `f(a, /* u32 */)`".
+pub fn rustc_help(stdout: &str, file: &str, target_message: &str, target: Range<usize>) -> Vec<String> {
+    let Some(message) = rustc_diagnostic(stdout, file, target_message, target) else { return Vec::new() };
+    let mut lines = Vec::new();
+    for child in message["children"].as_array().into_iter().flatten() {
+        let (Some(level), Some(text)) = (child["level"].as_str(), child["message"].as_str()) else { continue };
+        if text.is_empty() || text.len() > 200 {
+            continue;
+        }
+        let replacement = child["spans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|span| span["suggested_replacement"].as_str())
+            .map(str::trim)
+            .find(|replacement| !replacement.is_empty() && replacement.len() <= 120 && !replacement.contains('\n'));
+        lines.push(match replacement {
+            Some(replacement) => format!("{level}: {text}: `{replacement}`"),
+            None => format!("{level}: {text}"),
+        });
+        if lines.len() == 3 {
+            break;
+        }
+    }
+    lines
+}
+
+/// The error in `stdout` that the fix is asked about (see [`rustc_suggestions`]).
+fn rustc_diagnostic(stdout: &str, file: &str, target_message: &str, target: Range<usize>) -> Option<serde_json::Value> {
+    let mut best: Option<(usize, serde_json::Value)> = None;
+    for line in stdout.lines().filter(|line| line.starts_with('{')) {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if value["reason"] != "compiler-message" || value["message"]["level"] != "error" {
+            continue;
+        }
+        let message = &value["message"];
+        if !is_target_message(message["message"].as_str().unwrap_or_default(), target_message) {
+            continue;
+        }
+        let spans = message["spans"].as_array().cloned().unwrap_or_default();
+        let Some(primary) = spans.iter().find(|span| span["is_primary"] == true) else { continue };
+        if primary["file_name"].as_str() != Some(file) {
+            continue;
+        }
+        let (start, end) = (byte(&primary["byte_start"]), byte(&primary["byte_end"]));
+        let distance = if end < target.start {
+            target.start - end
+        } else if start > target.end {
+            start - target.end
+        } else {
+            0
+        };
+        if best.as_ref().is_none_or(|(nearest, _)| distance < *nearest) {
+            best = Some((distance, message.clone()));
+        }
+    }
+    best.map(|(_, message)| message)
+}
+
+/// The suggested replacements of one rustc diagnostic in `file`.
+fn suggestions_of(message: &serde_json::Value, file: &str) -> Vec<Suggested> {
+    let mut found: Vec<Suggested> = Vec::new();
+    for child in message["children"].as_array().into_iter().flatten() {
+        let parts: Vec<(Range<usize>, String)> = child["spans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|span| span["file_name"].as_str() == Some(file))
+            .filter(|span| span["suggestion_applicability"].as_str() != Some("HasPlaceholders"))
+            .filter_map(|span| {
+                let replacement = span["suggested_replacement"].as_str()?;
+                Some((byte(&span["byte_start"])..byte(&span["byte_end"]), replacement.to_owned()))
+            })
+            .collect();
+        if parts.is_empty() {
+            continue;
+        }
+        let one_range = parts.iter().all(|(range, _)| *range == parts[0].0);
+        if !one_range && !overlapping(&parts) {
+            found.push(parts.clone());
+        }
+        found.extend(parts.into_iter().map(|part| vec![part]));
+    }
+    let mut unique: Vec<Suggested> = Vec::new();
+    for suggestion in found {
+        if !unique.contains(&suggestion) {
+            unique.push(suggestion);
+        }
+    }
+    unique.truncate(MAX_SUGGESTIONS);
+    unique
+}
+
+fn byte(value: &serde_json::Value) -> usize {
+    value.as_u64().and_then(|at| usize::try_from(at).ok()).unwrap_or(0)
+}
+
+fn overlapping(parts: &[(Range<usize>, String)]) -> bool {
+    let mut ranges: Vec<&Range<usize>> = parts.iter().map(|(range, _)| range).collect();
+    ranges.sort_by_key(|range| (range.start, range.end));
+    ranges.windows(2).any(|pair| pair[1].start < pair[0].end)
+}
+
+/// The name tsc proposes in its message: "Cannot find name 'cuont'. Did you mean 'count'?", "Property 'lenght'
+/// does not exist on type 'string'. Did you mean 'length'?", "… Did you mean the instance member 'this.x'?".
+pub fn tsc_did_you_mean(message: &str) -> Option<String> {
+    let at = message.find("Did you mean ")?;
+    let rest = &message[at + "Did you mean ".len()..];
+    let rest =
+        rest.strip_prefix("the instance member ").or_else(|| rest.strip_prefix("the static member ")).unwrap_or(rest);
+    let name = rest.strip_prefix('\'')?.split_once("'?")?.0;
+    let valid = !name.is_empty()
+        && name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$' || ch == '.')
+        && !name.starts_with(|ch: char| ch.is_ascii_digit() || ch == '.');
+    valid.then(|| name.to_owned())
+}
+
+/// The name tsc cannot find: "Cannot find name 'X'." (TS2304, and TS2552 with a "Did you mean").
+pub fn tsc_missing_name(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Cannot find name '")?;
+    let name = rest.split('\'').next()?;
+    let valid = !name.is_empty() && name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$');
+    valid.then_some(name)
+}
+
+/// A suggestion as a change of the document: one replacement from the first part's start to the last part's end.
+pub fn as_change(document: &TaskDocument, suggestion: &Suggested) -> Option<FileChange> {
+    let mut parts = suggestion.clone();
+    parts.sort_by_key(|(range, _)| (range.start, range.end));
+    let start = parts.first()?.0.start;
+    let end = parts.iter().map(|(range, _)| range.end).max()?;
+    let text = &document.text;
+    if end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        return None;
+    }
+    let mut insert = String::new();
+    let mut copied = start;
+    for (range, replacement) in &parts {
+        if range.start < copied || !text.is_char_boundary(range.start) || !text.is_char_boundary(range.end) {
+            return None;
+        }
+        insert.push_str(&text[copied..range.start]);
+        insert.push_str(replacement);
+        copied = range.end;
+    }
+    insert.push_str(&text[copied..end]);
+    Some(FileChange { path: None, create: false, old_text: text.clone(), replace: start..end, insert })
+}
+
+/// Where a TypeScript package exports `name` from: the package's source files (under `root`, without
+/// `node_modules`, dot folders and declaration-only output) that declare it exported or re-export it, nearest
+/// to `file` first. Reads at most [`MAX_SCANNED`] files.
+pub fn ts_exporters(root: &Path, file: &Path, name: &str) -> Vec<(PathBuf, bool)> {
+    let mut found: Vec<(PathBuf, bool)> = Vec::new();
+    let mut pending = vec![root.to_owned()];
+    let mut scanned = 0;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|entry| entry.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let file_name = entry.file_name();
+            let file_name = file_name.to_string_lossy();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                if !file_name.starts_with('.') && file_name != "node_modules" {
+                    pending.push(path);
+                }
+                continue;
+            }
+            let source = [".ts", ".tsx", ".mts", ".cts"].iter().any(|ext| file_name.ends_with(ext))
+                && !file_name.ends_with(".d.ts")
+                && path != file;
+            if !source || scanned >= MAX_SCANNED {
+                continue;
+            }
+            scanned += 1;
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            if let Some(type_only) = exports(&text, name) {
+                found.push((path, type_only));
+            }
+        }
+    }
+    let from = file.parent().unwrap_or(Path::new(""));
+    found.sort_by_key(|(path, _)| (relative_path(from, path).matches("../").count(), path.components().count()));
+    found
+}
+
+/// Files [`ts_exporters`] reads at most.
+pub const MAX_SCANNED: usize = 4000;
+
+/// Whether `text` exports `name`, and whether only as a type (an interface or a type alias): `Some(type_only)`.
+pub fn exports(text: &str, name: &str) -> Option<bool> {
+    for line in text.lines() {
+        let line = line.trim_start();
+        let Some(rest) = line.strip_prefix("export ") else { continue };
+        let mut words = rest.split(|ch: char| ch.is_whitespace() || ch == '(' || ch == '<' || ch == ':' || ch == '=');
+        let mut word = words.next().unwrap_or("");
+        while matches!(word, "declare" | "abstract" | "async" | "default" | "") {
+            word = match words.next() {
+                Some(next) => next,
+                None => break,
+            };
+        }
+        let keyword = word.trim_end_matches('*');
+        if matches!(
+            keyword,
+            "function" | "const" | "let" | "var" | "class" | "interface" | "type" | "enum" | "namespace"
+        ) && words.find(|word| !word.is_empty() && *word != "*") == Some(name)
+        {
+            return Some(matches!(keyword, "interface" | "type"));
+        }
+        // `export { a, b as name }` and `export type { name } from "./x"`.
+        let (type_only, list) = match rest.strip_prefix("type ") {
+            Some(list) => (true, list.trim_start()),
+            None => (false, rest),
+        };
+        if let Some(list) = list.strip_prefix('{') {
+            let list = list.split('}').next().unwrap_or("");
+            let listed = list.split(',').any(|item| {
+                let item = item.trim();
+                let item = item.strip_prefix("type ").unwrap_or(item);
+                item == name || item.rsplit_once(" as ").is_some_and(|(_, alias)| alias.trim() == name)
+            });
+            if listed {
+                return Some(type_only);
+            }
+        }
+    }
+    None
+}
+
+/// `to` relative to the folder `from`, with `/`: `../a/b.ts`.
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to_parts: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to_parts).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); from.len() - common];
+    parts.extend(to_parts[common..].iter().map(|part| part.as_os_str().to_string_lossy().into_owned()));
+    parts.join("/")
+}
+
+/// The module specifier that imports `target` from `file`, in the style of the file's own relative imports:
+/// without an extension, or with `.js` (NodeNext) or `.ts` when they have one.
+pub fn ts_specifier(file: &Path, target: &Path, text: &str) -> String {
+    let relative = relative_path(file.parent().unwrap_or(Path::new("")), target);
+    let relative = if relative.starts_with("../") { relative } else { format!("./{relative}") };
+    let stem = relative.rsplit_once('.').map_or(relative.as_str(), |(stem, _)| stem).to_owned();
+    let relative_imports: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split(" from ").nth(1))
+        .map(|rest| rest.trim().trim_end_matches(';').trim_matches(|ch| ch == '\'' || ch == '"'))
+        .filter(|specifier| specifier.starts_with('.'))
+        .collect();
+    let extension = if relative_imports.iter().any(|specifier| specifier.ends_with(".js")) {
+        ".js"
+    } else if relative_imports.iter().any(|specifier| specifier.ends_with(".ts")) {
+        ".ts"
+    } else {
+        ""
+    };
+    format!("{stem}{extension}")
+}
+
+/// The change that imports `name` from `specifier`: added to an import of that module that names others
+/// (`import { a } from "./m"` becomes `import { a, name } from "./m"`), else a new import after the file's last
+/// one (at the top when it has none), in its quotes and semicolons.
+pub fn ts_import_change(document: &TaskDocument, name: &str, specifier: &str, type_only: bool) -> FileChange {
+    let text = &document.text;
+    let root = document.tree.root_node();
+    let mut cursor = root.walk();
+    let imports: Vec<_> = root.children(&mut cursor).filter(|node| node.kind() == "import_statement").collect();
+    let change = |at: usize, insert: String| FileChange {
+        path: None,
+        create: false,
+        old_text: text.clone(),
+        replace: at..at,
+        insert,
+    };
+    for import in &imports {
+        let source = &text[import.byte_range()];
+        let names_module = source.contains(&format!("'{specifier}'")) || source.contains(&format!("\"{specifier}\""));
+        if !names_module || (source.starts_with("import type") && !type_only) {
+            continue;
+        }
+        if let (Some(open), Some(close)) = (source.find('{'), source.find('}')) {
+            if open < close {
+                let listed = source[open + 1..close].trim_end();
+                let at = import.start_byte() + open + 1 + listed.len();
+                let comma = if listed.ends_with(',') || listed.trim().is_empty() { "" } else { "," };
+                let item = if type_only && !source.starts_with("import type") {
+                    format!("type {name}")
+                } else {
+                    name.to_owned()
+                };
+                return change(at, format!("{comma} {item}"));
+            }
+        }
+    }
+    let last = imports.last();
+    let quote = last.map_or('"', |import| if text[import.byte_range()].contains('\'') { '\'' } else { '"' });
+    let semicolon = last.map_or(true, |import| text[import.byte_range()].trim_end().ends_with(';'));
+    let keyword = if type_only { "import type" } else { "import" };
+    let line = format!("{keyword} {{ {name} }} from {quote}{specifier}{quote}{}", if semicolon { ";" } else { "" });
+    match last {
+        Some(import) => change(import.end_byte(), format!("\n{line}")),
+        None => change(0, format!("{line}\n")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spark_grammars::Lang;
+
+    fn document(lang: Lang, text: &str) -> TaskDocument {
+        TaskDocument {
+            text: text.to_owned(),
+            lang,
+            tree: crate::parse::text(lang, text).unwrap(),
+            path: None,
+            version: 1,
+            revision: 0,
+            open_files: Vec::new(),
+        }
+    }
+
+    fn span(start: usize, end: usize, replacement: Option<&str>, applicability: &str) -> serde_json::Value {
+        serde_json::json!({"file_name": "src/lib.rs", "byte_start": start, "byte_end": end, "is_primary": true,
+            "suggested_replacement": replacement, "suggestion_applicability": applicability})
+    }
+
+    fn cargo_line(message: &str, primary: (usize, usize), children: Vec<serde_json::Value>) -> String {
+        serde_json::json!({"reason": "compiler-message", "message": {"level": "error", "message": message,
+            "spans": [span(primary.0, primary.1, None, "")], "children": children}})
+        .to_string()
+    }
+
+    #[test]
+    fn rustc_help_replacements_become_candidates() {
+        let similar = serde_json::json!({"level": "help", "message": "a local variable with a similar name exists",
+            "spans": [span(40, 44, Some("total"), "MaybeIncorrect")]});
+        let imports = serde_json::json!({"level": "help", "message": "consider importing one of these items",
+            "spans": [span(0, 0, Some("use std::fmt::Write;\n"), "MaybeIncorrect"),
+                      span(0, 0, Some("use std::io::Write;\n"), "MaybeIncorrect")]});
+        let placeholder = serde_json::json!({"level": "help", "message": "provide the argument",
+            "spans": [span(50, 60, Some("f(a, /* u32 */)"), "HasPlaceholders")]});
+        let other = cargo_line("cannot find value `totl` in this scope", (90, 94), vec![similar.clone()]);
+        let stdout = format!(
+            "{}\n{}\n{}\n",
+            cargo_line("cannot find value `totl` in this scope", (40, 44), vec![similar, placeholder]),
+            other,
+            cargo_line("cannot find trait `Write` in this scope", (70, 75), vec![imports]),
+        );
+        let found = rustc_suggestions(&stdout, "src/lib.rs", "cannot find value `totl` in this scope", 40..44);
+        assert_eq!(found, vec![vec![(40..44, "total".to_owned())]]);
+        // Alternatives at one place are one candidate each.
+        let found = rustc_suggestions(&stdout, "src/lib.rs", "cannot find trait `Write` in this scope", 70..75);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1], vec![(0..0, "use std::io::Write;\n".to_owned())]);
+        assert_eq!(
+            rustc_help(&stdout, "src/lib.rs", "cannot find value `totl` in this scope", 40..44),
+            vec![
+                "help: a local variable with a similar name exists: `total`",
+                "help: provide the argument: `f(a, /* u32 */)`"
+            ]
+        );
+        // Another file's diagnostic or another message gives nothing.
+        assert!(rustc_suggestions(&stdout, "src/main.rs", "cannot find value `totl` in this scope", 40..44).is_empty());
+        assert!(rustc_suggestions(&stdout, "src/lib.rs", "mismatched types", 40..44).is_empty());
+    }
+
+    #[test]
+    fn parts_of_one_suggestion_are_tried_together_first() {
+        let borrow = serde_json::json!({"level": "help", "message": "consider borrowing here",
+            "spans": [span(11, 11, Some("&"), "MachineApplicable"), span(16, 16, Some(".clone()"), "MachineApplicable")]});
+        let stdout = cargo_line("mismatched types", (11, 16), vec![borrow]);
+        let found = rustc_suggestions(&stdout, "src/lib.rs", "mismatched types", 11..16);
+        assert_eq!(found[0], vec![(11..11, "&".to_owned()), (16..16, ".clone()".to_owned())]);
+        assert_eq!(found.len(), 3);
+        let doc = document(Lang::Rust, "fn f() { g(aaaaa); }\n");
+        let change = as_change(&doc, &found[0]).unwrap();
+        assert_eq!(change.new_text(), "fn f() { g(&aaaaa.clone()); }\n");
+    }
+
+    #[test]
+    fn tsc_names_in_messages() {
+        assert_eq!(tsc_did_you_mean("Cannot find name 'cuont'. Did you mean 'count'?").as_deref(), Some("count"));
+        assert_eq!(
+            tsc_did_you_mean("Property 'lenght' does not exist on type 'string'. Did you mean 'length'?").as_deref(),
+            Some("length")
+        );
+        assert_eq!(
+            tsc_did_you_mean("Cannot find name 'size'. Did you mean the instance member 'this.size'?").as_deref(),
+            Some("this.size")
+        );
+        assert_eq!(tsc_did_you_mean("Did you mean to call this expression?"), None);
+        assert_eq!(tsc_did_you_mean("Cannot find name 'x'."), None);
+        assert_eq!(tsc_missing_name("Cannot find name 'Draft'."), Some("Draft"));
+        assert_eq!(tsc_missing_name("Cannot find name 'cuont'. Did you mean 'count'?"), Some("cuont"));
+        assert_eq!(tsc_missing_name("Property 'x' does not exist on type 'Y'."), None);
+    }
+
+    #[test]
+    fn typescript_exports_table() {
+        let cases = [
+            ("export function isDraft(value: any): boolean {", "isDraft", Some(false)),
+            ("export async function* walk() {}", "walk", Some(false)),
+            ("export const DRAFT_STATE: unique symbol = Symbol.for(\"x\")", "DRAFT_STATE", Some(false)),
+            ("export interface Patch { op: string }", "Patch", Some(true)),
+            ("export type Objectish = AnyObject | AnyArray", "Objectish", Some(true)),
+            ("export declare abstract class Store<T> {}", "Store", Some(false)),
+            ("export { a, b as Draft } from \"./types\"", "Draft", Some(false)),
+            ("export type { Immutable } from './types'", "Immutable", Some(true)),
+            ("export function isDraftable() {}", "isDraft", None),
+            ("const local = 1", "local", None),
+        ];
+        for (text, name, expected) in cases {
+            assert_eq!(exports(text, name), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn typescript_imports_follow_the_files_style() {
+        let file = Path::new("/p/src/core/scope.ts");
+        let text =
+            "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\n\nconst x = 1;\n";
+        assert_eq!(ts_specifier(file, Path::new("/p/src/utils/common.ts"), text), "../utils/common.js");
+        assert_eq!(ts_specifier(file, Path::new("/p/src/core/proxy.ts"), "const x = 1;\n"), "./proxy");
+        let doc = document(Lang::TypeScript, text);
+        let added = ts_import_change(&doc, "isDraft", "../utils/common.js", false);
+        assert_eq!(
+            added.new_text(),
+            "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\nimport { isDraft } from '../utils/common.js';\n\nconst x = 1;\n"
+        );
+        let joined = ts_import_change(&doc, "assert", "../utils/errors.js", false);
+        assert!(
+            joined.new_text().starts_with("import { die, assert } from '../utils/errors.js';\n"),
+            "{}",
+            joined.new_text()
+        );
+        // A value is not added to a type-only import.
+        let value = ts_import_change(&doc, "applyPatches", "./patches.js", false);
+        assert!(
+            value.new_text().contains("import { applyPatches } from './patches.js';\n\nconst"),
+            "{}",
+            value.new_text()
+        );
+        let bare = document(Lang::TypeScript, "const x: Draft = 1\n");
+        let top = ts_import_change(&bare, "Draft", "./types", true);
+        assert_eq!(top.new_text(), "import type { Draft } from \"./types\";\nconst x: Draft = 1\n");
+    }
+
+    #[test]
+    fn exporters_are_found_nearest_first() {
+        let dir = std::env::temp_dir().join(format!("spark-exporters-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in [
+            ("src/a/use.ts", "const d = isDraft(x);\n"),
+            ("src/a/near.ts", "export function isDraft(x: unknown) { return !!x; }\n"),
+            ("src/far/deep/other.ts", "export const isDraft = (x: unknown) => false;\n"),
+            ("node_modules/dep/index.ts", "export function isDraft() {}\n"),
+            ("src/types.d.ts", "export declare function isDraft(): boolean;\n"),
+        ] {
+            std::fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
+            std::fs::write(dir.join(path), text).unwrap();
+        }
+        let found = ts_exporters(&dir, &dir.join("src/a/use.ts"), "isDraft");
+        let names: Vec<_> = found.iter().map(|(path, _)| path.strip_prefix(&dir).unwrap().to_path_buf()).collect();
+        assert_eq!(names, vec![PathBuf::from("src/a/near.ts"), PathBuf::from("src/far/deep/other.ts")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
