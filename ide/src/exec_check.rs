@@ -218,6 +218,12 @@ pub fn parse_cargo_json(stdout: &str) -> Vec<CompilerError> {
 /// (`'./missing'`) is still an error.
 fn is_uninstalled_package(error: &CompilerError) -> bool {
     let Some(code) = error.code.as_deref() else { return false };
+    // "Cannot find name 'process'. Do you need to install type definitions for node?" (and for a test runner,
+    // jQuery, Bun): the checkout lacks the @types package. A candidate that imports a module which uses
+    // `process` brings that module into a file-only check, and with it this error.
+    if matches!(code, "TS2580" | "TS2582" | "TS2591" | "TS2592" | "TS2593" | "TS2867" | "TS2868") {
+        return true;
+    }
     if !matches!(code, "TS2307" | "TS2792" | "TS7016") {
         return false;
     }
@@ -744,7 +750,9 @@ impl<'a> Gate<'a> {
                     let errors = parse_tsc_errors(&candidate.stdout);
                     let edited = EditedLines::of(&edited_path, change);
                     self.judge_errors(&scratch, &edited, &step, &errors, parse_tsc_errors, cancel).await?;
-                    if errors.is_empty() && candidate.status != Some(0) {
+                    // tsc exits non-zero for the errors `parse_tsc_errors` leaves out (a package the checkout has
+                    // not installed) too: only a failure with no error reported at all is the toolchain's.
+                    if parse_tsc(&candidate.stdout).is_empty() && candidate.status != Some(0) {
                         let why = format!("tsc failed: {}", last_line(&candidate.stderr));
                         return Err(Checked::Unchecked(Unchecked::Tool(why)));
                     }
@@ -1140,6 +1148,17 @@ mod tests {
         let errors = parse_cargo_json(&stdout);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].to_string(), "src/lib.rs:3: error[E0308]: mismatched types");
+    }
+
+    #[test]
+    fn missing_type_definitions_are_the_checkouts_not_the_candidates() {
+        let process = error(
+            "src/index.ts",
+            "TS2580",
+            "Cannot find name 'process'. Do you need to install type definitions for node? Try `npm i --save-dev @types/node`.",
+        );
+        assert!(is_uninstalled_package(&process));
+        assert!(!is_uninstalled_package(&error("src/index.ts", "TS2304", "Cannot find name 'proces'.")));
     }
 
     #[test]

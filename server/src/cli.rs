@@ -534,6 +534,15 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     Ok(if outcome.verified() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
+/// Where a task's edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
+/// model ("compiler", "grammar", "similar name").
+pub fn source_of(outcome: &spark_ide::tasks::TaskOutcome) -> String {
+    match outcome.origin {
+        spark_ide::tasks::Origin::Model => format!("{} tier", outcome.tier.name()),
+        other => other.name().to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,14 +553,5 @@ mod tests {
         assert!(parse_at("0:1").is_err());
         assert!(parse_at("3").is_err());
         assert!(parse_at("a:b").is_err());
-    }
-}
-
-/// Where a task's edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
-/// model ("compiler", "grammar", "similar name").
-pub fn source_of(outcome: &spark_ide::tasks::TaskOutcome) -> String {
-    match outcome.origin {
-        spark_ide::tasks::Origin::Model => format!("{} tier", outcome.tier.name()),
-        other => other.name().to_owned(),
     }
 }

@@ -293,6 +293,7 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         ms: 100,
         note: String::new(),
         offered_edit: None,
+        source: if offered { "fast tier".into() } else { String::new() },
     };
     let keystroke = |shown: &str, correct: bool, after_tab: bool| Keystroke {
         lang: Lang::Ts,

@@ -423,3 +423,86 @@ fn status_lists_the_commands_the_settings_allow() {
     assert_eq!(status["result"]["verify"]["timeoutMs"], 30000);
     client.shutdown(Duration::from_secs(10)).unwrap();
 }
+
+/// The compiler's first error in `dir`'s crate: (1-based line, 1-based column, message), as an editor shows it.
+fn first_rustc_error(dir: &Path) -> (u64, u64, String) {
+    let output = Command::new("cargo")
+        .args(["check", "--message-format=json", "--quiet"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", cache_home().join("first-error-target"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let message = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|value| value["reason"] == "compiler-message" && value["message"]["level"] == "error")
+        .unwrap_or_else(|| panic!("cargo check reported no error:\n{stdout}"));
+    let span = &message["message"]["spans"][0];
+    let at = |key: &str| span[key].as_u64().unwrap();
+    (at("line_start"), at("column_start"), message["message"]["message"].as_str().unwrap().to_owned())
+}
+
+fn cli_fix_json(file: &Path, at: &str, message: &str) -> serde_json::Value {
+    let output = Command::new(server_binary())
+        .env("XDG_CACHE_HOME", cache_home())
+        .arg("fix")
+        .arg(file)
+        .args(["--at", at, "--message", message, "--json", "--run", "--strong-model", "none"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("JSON expected:\n{}", String::from_utf8_lossy(&output.stderr)))
+}
+
+/// rustc's own suggestion is a fix candidate: the `use` of a type the file names without importing it (no model
+/// writes an import at the top of the file when asked for the function), offered once `cargo check` accepts the
+/// file with it, and said to come from the compiler.
+#[test]
+fn cli_fix_offers_the_import_rustc_suggests() {
+    cache_home();
+    let lib = "pub fn counts(words: &[&str]) -> HashMap<String, usize> {\n    let mut counts = HashMap::new();\n    \
+               for word in words {\n        *counts.entry(word.to_string()).or_insert(0) += 1;\n    }\n    counts\n}\n";
+    let dir = temp_crate("exec_suggested", lib);
+    let (line, column, message) = first_rustc_error(&dir);
+    let _lock = spark_tests::model_lock();
+    let json = cli_fix_json(&dir.join("src/lib.rs"), &format!("{line}:{column}"), &message);
+    assert_eq!(json["verified"], true, "{json}");
+    assert_eq!(json["origin"], "compiler", "{json}");
+    let diff = json["changes"][0]["diff"].as_str().unwrap();
+    assert!(diff.contains("+use std::collections::HashMap;"), "{diff}");
+    assert!(json["title"].as_str().unwrap().contains("cargo check passed"), "{json}");
+    eprintln!("{message}: {} in {} ms", json["title"], json["ms"]);
+}
+
+/// tsc's "Cannot find name 'clamp'": the import of the `clamp` a sibling module exports is a candidate, offered
+/// once `tsc` accepts it.
+#[test]
+fn cli_fix_imports_a_name_a_sibling_module_exports() {
+    cache_home();
+    let modules = tsc_modules();
+    let dir = scratch_dir("exec-ts-import");
+    std::fs::create_dir_all(dir.join("src/lib")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts-import\", \"private\": true}\n").unwrap();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    std::fs::write(
+        dir.join("src/lib/range.ts"),
+        "export function clamp(value: number, low: number, high: number): number {\n  return Math.min(Math.max(value, low), high);\n}\n",
+    )
+    .unwrap();
+    let file = dir.join("src/percent.ts");
+    std::fs::write(&file, "export function percent(value: number): number {\n  return clamp(value, 0, 100);\n}\n")
+        .unwrap();
+    let _lock = spark_tests::model_lock();
+    let json = cli_fix_json(&file, "2:10", "Cannot find name 'clamp'.");
+    assert_eq!(json["verified"], true, "{json}");
+    assert_eq!(json["origin"], "compiler", "{json}");
+    let diff = json["changes"][0]["diff"].as_str().unwrap();
+    assert!(diff.contains("+import { clamp } from \"./lib/range"), "{diff}");
+    eprintln!("{}: {} ms", json["title"], json["ms"]);
+}

@@ -116,10 +116,12 @@ pub(super) async fn fix(
     };
     let (rustc_suggestions, help) = rustc.unwrap_or_default();
     if compiled && !budget.model_only {
-        let mut candidates: Vec<(Origin, FileChange)> = compiler_candidates(document, target, rustc_suggestions)
-            .into_iter()
-            .map(|change| (Origin::Compiler, change))
-            .collect();
+        let mut candidates: Vec<(Origin, FileChange)> =
+            compiler_candidates(document, target, rustc_suggestions, exec, cancel)
+                .await
+                .into_iter()
+                .map(|change| (Origin::Compiler, change))
+                .collect();
         for other in diagnosed_name.map(|_| similar.as_slice()).unwrap_or_default() {
             let leaf = diagnosed_name.expect("a similar name has a diagnosed name").byte_range();
             let change = FileChange {
@@ -199,10 +201,12 @@ pub(super) async fn fix(
 /// [`suggested`]): for Rust, rustc's replacements (`rustc`, read from `cargo check`'s output for the document as
 /// it is); for TypeScript, the name tsc's message proposes, and for a name it cannot find, its import from the
 /// package's modules that export it (nearest first).
-fn compiler_candidates(
+async fn compiler_candidates(
     document: &TaskDocument,
     target: &TaskTarget,
     rustc: Vec<suggested::Suggested>,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
 ) -> Vec<FileChange> {
     let Some(message) = target.message.as_deref() else { return Vec::new() };
     let mut changes = Vec::new();
@@ -221,9 +225,46 @@ fn compiler_candidates(
             let project = document.path.as_deref().and_then(|path| find_project(path).map(|project| (path, project)));
             if let (Some(name), Some((path, project))) = (suggested::tsc_missing_name(message), project) {
                 let exporters = suggested::ts_exporters(&project.root, path, name);
+                // A removed import leaves several names unknown, each its own error: importing the diagnosed one
+                // alone leaves the others. The first candidate imports every name of tsc's errors in the file
+                // that a module exports (each from its nearest exporter).
+                if !exporters.is_empty() {
+                    if let Some((_, output)) = exec.original_output(cancel).await {
+                        let missing = suggested::tsc_missing_names(&output, &project.file.to_string_lossy());
+                        if missing.len() > 1 && missing.iter().any(|other| other == name) {
+                            let names: Vec<&str> = missing.iter().map(String::as_str).collect();
+                            let all = suggested::ts_exporters_of(&project.root, path, &names);
+                            let mut groups: Vec<(String, Vec<(String, bool)>)> = Vec::new();
+                            for (missing, exporters) in missing.iter().zip(all) {
+                                let Some((exporter, type_only)) = exporters.into_iter().next() else { continue };
+                                let Some(specifier) =
+                                    suggested::ts_specifiers(path, &exporter, &document.text).into_iter().next()
+                                else {
+                                    continue;
+                                };
+                                match groups.iter_mut().find(|(seen, _)| *seen == specifier) {
+                                    Some((_, names)) => names.push((missing.clone(), type_only)),
+                                    None => groups.push((specifier, vec![(missing.clone(), type_only)])),
+                                }
+                            }
+                            if groups.iter().map(|(_, names)| names.len()).sum::<usize>() > 1 {
+                                let parts: suggested::Suggested = groups
+                                    .iter()
+                                    .map(|(specifier, names)| {
+                                        let change = suggested::ts_import_change(document, names, specifier);
+                                        (change.replace, change.insert)
+                                    })
+                                    .collect();
+                                changes.extend(suggested::as_change(document, &parts));
+                            }
+                        }
+                    }
+                }
                 for (exporter, type_only) in exporters.into_iter().take(3) {
-                    let specifier = suggested::ts_specifier(path, &exporter, &document.text);
-                    changes.push(suggested::ts_import_change(document, name, &specifier, type_only));
+                    for specifier in suggested::ts_specifiers(path, &exporter, &document.text) {
+                        let names = [(name.to_owned(), type_only)];
+                        changes.push(suggested::ts_import_change(document, &names, &specifier));
+                    }
                 }
             }
         }

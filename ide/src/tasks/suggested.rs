@@ -27,10 +27,51 @@ pub const MAX_SUGGESTIONS: usize = 4;
 /// and `)` there) alike, as the spans of one `help` child: spans that all replace the same range are taken as
 /// alternatives, one candidate each; otherwise all of them together is the first candidate and each alone the
 /// next ones. The compiler decides which is right.
+///
+/// A `use` removed from a file leaves several names unknown, each its own error with its own "consider
+/// importing": importing the diagnosed one alone clears the diagnostic and leaves the others. So when the
+/// target's suggestion is an import, the first candidate imports every name the file's errors suggest importing
+/// (each error's first alternative).
 pub fn rustc_suggestions(stdout: &str, file: &str, target_message: &str, target: Range<usize>) -> Vec<Suggested> {
-    rustc_diagnostic(stdout, file, target_message, target)
-        .map(|message| suggestions_of(&message, file))
-        .unwrap_or_default()
+    let Some(message) = rustc_diagnostic(stdout, file, target_message, target) else { return Vec::new() };
+    let mut found = suggestions_of(&message, file);
+    if let Some(own) = import_of(&message, file) {
+        let mut parts = vec![own];
+        for other in rustc_errors(stdout) {
+            if let Some(part) = import_of(&other, file) {
+                if !parts.iter().any(|(_, seen)| *seen == part.1) {
+                    parts.push(part);
+                }
+            }
+        }
+        if parts.len() > 1 && !overlapping(&parts) {
+            found.insert(0, parts);
+            found.truncate(MAX_SUGGESTIONS);
+        }
+    }
+    found
+}
+
+/// The error-level diagnostics (the `message` objects) of `cargo check --message-format=json` output.
+fn rustc_errors(stdout: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
+    stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|value| value["reason"] == "compiler-message" && value["message"]["level"] == "error")
+        .map(|mut value| value["message"].take())
+}
+
+/// A diagnostic's first suggested `use` in `file` ("consider importing this struct").
+fn import_of(message: &serde_json::Value, file: &str) -> Option<(Range<usize>, String)> {
+    message["children"].as_array()?.iter().find_map(|child| {
+        let span = child["spans"].as_array()?.first()?;
+        let replacement = span["suggested_replacement"].as_str()?;
+        let is_import = child["message"].as_str()?.starts_with("consider importing")
+            && replacement.trim_start().starts_with("use ")
+            && span["file_name"].as_str() == Some(file);
+        is_import.then(|| (byte(&span["byte_start"])..byte(&span["byte_end"]), replacement.to_owned()))
+    })
 }
 
 /// rustc's notes and help for the diagnostic (see [`rustc_suggestions`]) as lines for a model's prompt, each
@@ -64,12 +105,7 @@ pub fn rustc_help(stdout: &str, file: &str, target_message: &str, target: Range<
 /// The error in `stdout` that the fix is asked about (see [`rustc_suggestions`]).
 fn rustc_diagnostic(stdout: &str, file: &str, target_message: &str, target: Range<usize>) -> Option<serde_json::Value> {
     let mut best: Option<(usize, serde_json::Value)> = None;
-    for line in stdout.lines().filter(|line| line.starts_with('{')) {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if value["reason"] != "compiler-message" || value["message"]["level"] != "error" {
-            continue;
-        }
-        let message = &value["message"];
+    for message in rustc_errors(stdout) {
         if !is_target_message(message["message"].as_str().unwrap_or_default(), target_message) {
             continue;
         }
@@ -79,13 +115,7 @@ fn rustc_diagnostic(stdout: &str, file: &str, target_message: &str, target: Rang
             continue;
         }
         let (start, end) = (byte(&primary["byte_start"]), byte(&primary["byte_end"]));
-        let distance = if end < target.start {
-            target.start - end
-        } else if start > target.end {
-            start - target.end
-        } else {
-            0
-        };
+        let distance = target.start.saturating_sub(end).max(start.saturating_sub(target.end));
         if best.as_ref().is_none_or(|(nearest, _)| distance < *nearest) {
             best = Some((distance, message.clone()));
         }
@@ -151,9 +181,11 @@ pub fn tsc_did_you_mean(message: &str) -> Option<String> {
     valid.then(|| name.to_owned())
 }
 
-/// The name tsc cannot find: "Cannot find name 'X'." (TS2304, and TS2552 with a "Did you mean").
+/// The name tsc cannot find: "Cannot find name 'X'." (TS2304, and TS2552 with a "Did you mean"; the code may
+/// come first, as some editors show it).
 pub fn tsc_missing_name(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("Cannot find name '")?;
+    const CANNOT_FIND: &str = "Cannot find name '";
+    let rest = &message[message.find(CANNOT_FIND)? + CANNOT_FIND.len()..];
     let name = rest.split('\'').next()?;
     let valid = !name.is_empty() && name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$');
     valid.then_some(name)
@@ -187,7 +219,12 @@ pub fn as_change(document: &TaskDocument, suggestion: &Suggested) -> Option<File
 /// `node_modules`, dot folders and declaration-only output) that declare it exported or re-export it, nearest
 /// to `file` first. Reads at most [`MAX_SCANNED`] files.
 pub fn ts_exporters(root: &Path, file: &Path, name: &str) -> Vec<(PathBuf, bool)> {
-    let mut found: Vec<(PathBuf, bool)> = Vec::new();
+    ts_exporters_of(root, file, &[name]).pop().unwrap_or_default()
+}
+
+/// [`ts_exporters`] of several names, reading each file once: one list per name.
+pub fn ts_exporters_of(root: &Path, file: &Path, names: &[&str]) -> Vec<Vec<(PathBuf, bool)>> {
+    let mut found: Vec<Vec<(PathBuf, bool)>> = vec![Vec::new(); names.len()];
     let mut pending = vec![root.to_owned()];
     let mut scanned = 0;
     while let Some(dir) = pending.pop() {
@@ -213,13 +250,17 @@ pub fn ts_exporters(root: &Path, file: &Path, name: &str) -> Vec<(PathBuf, bool)
             }
             scanned += 1;
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
-            if let Some(type_only) = exports(&text, name) {
-                found.push((path, type_only));
+            for (name, found) in names.iter().zip(found.iter_mut()) {
+                if let Some(type_only) = exports(&text, name) {
+                    found.push((path.clone(), type_only));
+                }
             }
         }
     }
     let from = file.parent().unwrap_or(Path::new(""));
-    found.sort_by_key(|(path, _)| (relative_path(from, path).matches("../").count(), path.components().count()));
+    for found in &mut found {
+        found.sort_by_key(|(path, _)| (relative_path(from, path).matches("../").count(), path.components().count()));
+    }
     found
 }
 
@@ -277,6 +318,24 @@ fn relative_path(from: &Path, to: &Path) -> String {
     parts.join("/")
 }
 
+/// The module specifiers that import `target` from `file`, in the style of the file's own relative imports:
+/// without an extension, or with `.js` (NodeNext) or `.ts` when they have one; a file without relative imports
+/// gets both the bare path and `.js` (an ECMAScript module under NodeNext needs the extension; the compiler
+/// tells which).
+pub fn ts_specifiers(file: &Path, target: &Path, text: &str) -> Vec<String> {
+    let specifier = ts_specifier(file, target, text);
+    let styled = text.lines().any(|line| {
+        line.split(" from ")
+            .nth(1)
+            .is_some_and(|rest| rest.trim_start().trim_start_matches(['\'', '"']).starts_with('.'))
+    });
+    if styled {
+        vec![specifier]
+    } else {
+        vec![format!("{specifier}.js"), specifier].into_iter().rev().collect()
+    }
+}
+
 /// The module specifier that imports `target` from `file`, in the style of the file's own relative imports:
 /// without an extension, or with `.js` (NodeNext) or `.ts` when they have one.
 pub fn ts_specifier(file: &Path, target: &Path, text: &str) -> String {
@@ -299,10 +358,10 @@ pub fn ts_specifier(file: &Path, target: &Path, text: &str) -> String {
     format!("{stem}{extension}")
 }
 
-/// The change that imports `name` from `specifier`: added to an import of that module that names others
-/// (`import { a } from "./m"` becomes `import { a, name } from "./m"`), else a new import after the file's last
-/// one (at the top when it has none), in its quotes and semicolons.
-pub fn ts_import_change(document: &TaskDocument, name: &str, specifier: &str, type_only: bool) -> FileChange {
+/// The change that imports `names` (each with whether it is a type only) from `specifier`: added to an import
+/// of that module that names others (`import { a } from "./m"` becomes `import { a, b } from "./m"`), else a
+/// new import after the file's last one (at the top when it has none), in its quotes and semicolons.
+pub fn ts_import_change(document: &TaskDocument, names: &[(String, bool)], specifier: &str) -> FileChange {
     let text = &document.text;
     let root = document.tree.root_node();
     let mut cursor = root.walk();
@@ -314,10 +373,19 @@ pub fn ts_import_change(document: &TaskDocument, name: &str, specifier: &str, ty
         replace: at..at,
         insert,
     };
+    let all_types = names.iter().all(|(_, type_only)| *type_only);
+    let item = |name: &str, type_only: bool, in_type_import: bool| {
+        if type_only && !in_type_import {
+            format!("type {name}")
+        } else {
+            name.to_owned()
+        }
+    };
     for import in &imports {
         let source = &text[import.byte_range()];
         let names_module = source.contains(&format!("'{specifier}'")) || source.contains(&format!("\"{specifier}\""));
-        if !names_module || (source.starts_with("import type") && !type_only) {
+        let type_import = source.starts_with("import type");
+        if !names_module || (type_import && !all_types) {
             continue;
         }
         if let (Some(open), Some(close)) = (source.find('{'), source.find('}')) {
@@ -325,24 +393,42 @@ pub fn ts_import_change(document: &TaskDocument, name: &str, specifier: &str, ty
                 let listed = source[open + 1..close].trim_end();
                 let at = import.start_byte() + open + 1 + listed.len();
                 let comma = if listed.ends_with(',') || listed.trim().is_empty() { "" } else { "," };
-                let item = if type_only && !source.starts_with("import type") {
-                    format!("type {name}")
-                } else {
-                    name.to_owned()
-                };
-                return change(at, format!("{comma} {item}"));
+                let items: Vec<String> =
+                    names.iter().map(|(name, type_only)| item(name, *type_only, type_import)).collect();
+                return change(at, format!("{comma} {}", items.join(", ")));
             }
         }
     }
     let last = imports.last();
     let quote = last.map_or('"', |import| if text[import.byte_range()].contains('\'') { '\'' } else { '"' });
-    let semicolon = last.map_or(true, |import| text[import.byte_range()].trim_end().ends_with(';'));
-    let keyword = if type_only { "import type" } else { "import" };
-    let line = format!("{keyword} {{ {name} }} from {quote}{specifier}{quote}{}", if semicolon { ";" } else { "" });
+    let semicolon = last.is_none_or(|import| text[import.byte_range()].trim_end().ends_with(';'));
+    let keyword = if all_types { "import type" } else { "import" };
+    let items: Vec<String> = names.iter().map(|(name, type_only)| item(name, *type_only, all_types)).collect();
+    let line = format!(
+        "{keyword} {{ {} }} from {quote}{specifier}{quote}{}",
+        items.join(", "),
+        if semicolon { ";" } else { "" }
+    );
     match last {
         Some(import) => change(import.end_byte(), format!("\n{line}")),
         None => change(0, format!("{line}\n")),
     }
+}
+
+/// The names of tsc's "Cannot find name" errors in `file` (relative to the project, as tsc names it) in the
+/// output of a `tsc` run, in order and without repeats.
+pub fn tsc_missing_names(output: &str, file: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for error in crate::exec_check::parse_tsc(output) {
+        if error.file == file {
+            if let Some(name) = tsc_missing_name(&error.message) {
+                if !names.iter().any(|seen| seen == name) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -408,6 +494,28 @@ mod tests {
     }
 
     #[test]
+    fn a_removed_use_is_put_back_whole() {
+        let import = |name: &str| {
+            serde_json::json!({"level": "help", "message": "consider importing this function",
+                "spans": [span(0, 0, Some(&format!("use crate::{name};\n")), "MaybeIncorrect")]})
+        };
+        let stdout = format!(
+            "{}\n{}\n",
+            cargo_line("cannot find function `transform` in this scope", (40, 49), vec![import("transform")]),
+            cargo_line("cannot find value `uppercase` in this scope", (60, 69), vec![import("uppercase")]),
+        );
+        let found = rustc_suggestions(&stdout, "src/lib.rs", "cannot find function `transform` in this scope", 40..49);
+        let both = vec![(0..0, "use crate::transform;\n".to_owned()), (0..0, "use crate::uppercase;\n".to_owned())];
+        assert_eq!(found[0], both);
+        assert_eq!(found[1], vec![(0..0, "use crate::transform;\n".to_owned())]);
+        let doc = document(Lang::Rust, "fn f() {}\n");
+        assert_eq!(
+            as_change(&doc, &found[0]).unwrap().new_text(),
+            "use crate::transform;\nuse crate::uppercase;\nfn f() {}\n"
+        );
+    }
+
+    #[test]
     fn parts_of_one_suggestion_are_tried_together_first() {
         let borrow = serde_json::json!({"level": "help", "message": "consider borrowing here",
             "spans": [span(11, 11, Some("&"), "MachineApplicable"), span(16, 16, Some(".clone()"), "MachineApplicable")]});
@@ -434,6 +542,7 @@ mod tests {
         assert_eq!(tsc_did_you_mean("Did you mean to call this expression?"), None);
         assert_eq!(tsc_did_you_mean("Cannot find name 'x'."), None);
         assert_eq!(tsc_missing_name("Cannot find name 'Draft'."), Some("Draft"));
+        assert_eq!(tsc_missing_name("TS2304: Cannot find name 'IProduce'."), Some("IProduce"));
         assert_eq!(tsc_missing_name("Cannot find name 'cuont'. Did you mean 'count'?"), Some("cuont"));
         assert_eq!(tsc_missing_name("Property 'x' does not exist on type 'Y'."), None);
     }
@@ -464,27 +573,29 @@ mod tests {
             "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\n\nconst x = 1;\n";
         assert_eq!(ts_specifier(file, Path::new("/p/src/utils/common.ts"), text), "../utils/common.js");
         assert_eq!(ts_specifier(file, Path::new("/p/src/core/proxy.ts"), "const x = 1;\n"), "./proxy");
+        assert_eq!(ts_specifiers(file, Path::new("/p/src/core/proxy.ts"), "const x = 1;\n"), ["./proxy", "./proxy.js"]);
+        assert_eq!(ts_specifiers(file, Path::new("/p/src/core/proxy.ts"), text), ["./proxy.js"]);
         let doc = document(Lang::TypeScript, text);
-        let added = ts_import_change(&doc, "isDraft", "../utils/common.js", false);
+        let added = ts_import_change(&doc, &[("isDraft".into(), false)], "../utils/common.js");
         assert_eq!(
             added.new_text(),
             "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\nimport { isDraft } from '../utils/common.js';\n\nconst x = 1;\n"
         );
-        let joined = ts_import_change(&doc, "assert", "../utils/errors.js", false);
+        let joined = ts_import_change(&doc, &[("assert".into(), false), ("Fault".into(), true)], "../utils/errors.js");
         assert!(
-            joined.new_text().starts_with("import { die, assert } from '../utils/errors.js';\n"),
+            joined.new_text().starts_with("import { die, assert, type Fault } from '../utils/errors.js';\n"),
             "{}",
             joined.new_text()
         );
         // A value is not added to a type-only import.
-        let value = ts_import_change(&doc, "applyPatches", "./patches.js", false);
+        let value = ts_import_change(&doc, &[("applyPatches".into(), false)], "./patches.js");
         assert!(
             value.new_text().contains("import { applyPatches } from './patches.js';\n\nconst"),
             "{}",
             value.new_text()
         );
         let bare = document(Lang::TypeScript, "const x: Draft = 1\n");
-        let top = ts_import_change(&bare, "Draft", "./types", true);
+        let top = ts_import_change(&bare, &[("Draft".into(), true)], "./types");
         assert_eq!(top.new_text(), "import type { Draft } from \"./types\";\nconst x: Draft = 1\n");
     }
 
