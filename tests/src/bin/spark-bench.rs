@@ -281,7 +281,11 @@ fn replay(config: &RowConfig, scripts: &[Script]) -> anyhow::Result<Row> {
         })
     });
 
-    let mut client = LspClient::start(&config.env, None)?;
+    // The server's log of each row, for reading a slow keystroke afterwards.
+    let log_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench/logs");
+    std::fs::create_dir_all(&log_dir)?;
+    let slug: String = config.label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let mut client = LspClient::start(&config.env, Some(&log_dir.join(format!("{slug}.log"))))?;
     let started = Instant::now();
     client.initialize(config.options.clone())?;
     client.wait_model_ready(Duration::from_secs(120))?;
