@@ -249,22 +249,29 @@ fn tsc_modules() -> PathBuf {
     modules
 }
 
-const TS: &str =
-    "export function total(prices: number[]): number {\n  return prices.reduce((sum, p) => sum + p, 0);\n}\n";
-
-#[test]
-fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
-    cache_home();
+/// A strict NodeNext package `name` with an empty `src/`, under the test's scratch directory, its `node_modules`
+/// the pinned TypeScript's.
+fn ts_package(name: &str) -> PathBuf {
     let modules = tsc_modules();
-    let dir = scratch_dir("exec-ts");
+    let dir = scratch_dir(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts\", \"private\": true}\n").unwrap();
+    std::fs::write(dir.join("package.json"), format!("{{\"name\": \"{name}\", \"private\": true}}\n")).unwrap();
     std::fs::write(
         dir.join("tsconfig.json"),
         r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
     )
     .unwrap();
     std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    dir
+}
+
+const TS: &str =
+    "export function total(prices: number[]): number {\n  return prices.reduce((sum, p) => sum + p, 0);\n}\n";
+
+#[test]
+fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
+    cache_home();
+    let dir = ts_package("exec-ts");
     let file = dir.join("src/total.ts");
     std::fs::write(&file, TS).unwrap();
     let before = tree(&dir.join("src"));
@@ -480,16 +487,8 @@ fn cli_fix_offers_the_import_rustc_suggests() {
 #[test]
 fn cli_fix_imports_a_name_a_sibling_module_exports() {
     cache_home();
-    let modules = tsc_modules();
-    let dir = scratch_dir("exec-ts-import");
+    let dir = ts_package("exec-ts-import");
     std::fs::create_dir_all(dir.join("src/lib")).unwrap();
-    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts-import\", \"private\": true}\n").unwrap();
-    std::fs::write(
-        dir.join("tsconfig.json"),
-        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
-    )
-    .unwrap();
-    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
     std::fs::write(
         dir.join("src/lib/range.ts"),
         "export function clamp(value: number, low: number, high: number): number {\n  return Math.min(Math.max(value, low), high);\n}\n",

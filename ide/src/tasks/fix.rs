@@ -224,42 +224,23 @@ async fn compiler_candidates(
             }
             let project = document.path.as_deref().and_then(|path| find_project(path).map(|project| (path, project)));
             if let (Some(name), Some((path, project))) = (suggested::tsc_missing_name(message), project) {
-                let exporters = suggested::ts_exporters(&project.root, path, name);
                 // A removed import leaves several names unknown, each its own error: importing the diagnosed one
-                // alone leaves the others. The first candidate imports every name of tsc's errors in the file
-                // that a module exports (each from its nearest exporter).
-                if !exporters.is_empty() {
-                    if let Some((_, output)) = exec.original_output(cancel).await {
-                        let missing = suggested::tsc_missing_names(&output, &project.file.to_string_lossy());
-                        if missing.len() > 1 && missing.iter().any(|other| other == name) {
-                            let names: Vec<&str> = missing.iter().map(String::as_str).collect();
-                            let all = suggested::ts_exporters_of(&project.root, path, &names);
-                            let mut groups: Vec<(String, Vec<(String, bool)>)> = Vec::new();
-                            for (missing, exporters) in missing.iter().zip(all) {
-                                let Some((exporter, type_only)) = exporters.into_iter().next() else { continue };
-                                let Some(specifier) =
-                                    suggested::ts_specifiers(path, &exporter, &document.text).into_iter().next()
-                                else {
-                                    continue;
-                                };
-                                match groups.iter_mut().find(|(seen, _)| *seen == specifier) {
-                                    Some((_, names)) => names.push((missing.clone(), type_only)),
-                                    None => groups.push((specifier, vec![(missing.clone(), type_only)])),
-                                }
-                            }
-                            if groups.iter().map(|(_, names)| names.len()).sum::<usize>() > 1 {
-                                let parts: suggested::Suggested = groups
-                                    .iter()
-                                    .map(|(specifier, names)| {
-                                        let change = suggested::ts_import_change(document, names, specifier);
-                                        (change.replace, change.insert)
-                                    })
-                                    .collect();
-                                changes.extend(suggested::as_change(document, &parts));
-                            }
-                        }
+                // alone leaves the others. tsc's errors in the file (from the check of the original the gate makes
+                // anyway) name them; the package is scanned once for all of them.
+                let mut names = vec![name.to_owned()];
+                if let Some((_, output)) = exec.original_output(cancel).await {
+                    let missing = suggested::tsc_missing_names(&output, &project.file.to_string_lossy());
+                    if missing.len() > 1 && missing.iter().any(|other| other == name) {
+                        names = missing;
                     }
                 }
+                let own = names.iter().position(|other| other == name).unwrap_or(0);
+                let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+                let mut exporters = suggested::ts_exporters_of(&project.root, path, &wanted);
+                if !exporters[own].is_empty() {
+                    changes.extend(suggested::ts_combined_import(document, path, &names, &exporters));
+                }
+                let exporters = std::mem::take(&mut exporters[own]);
                 for (exporter, type_only) in exporters.into_iter().take(3) {
                     for specifier in suggested::ts_specifiers(path, &exporter, &document.text) {
                         let names = [(name.to_owned(), type_only)];

@@ -332,7 +332,8 @@ pub fn ts_specifiers(file: &Path, target: &Path, text: &str) -> Vec<String> {
     if styled {
         vec![specifier]
     } else {
-        vec![format!("{specifier}.js"), specifier].into_iter().rev().collect()
+        let with_extension = format!("{specifier}.js");
+        vec![specifier, with_extension]
     }
 }
 
@@ -413,6 +414,37 @@ pub fn ts_import_change(document: &TaskDocument, names: &[(String, bool)], speci
         Some(import) => change(import.end_byte(), format!("\n{line}")),
         None => change(0, format!("{line}\n")),
     }
+}
+
+/// One import change for every name of `names` that a module exports (`exporters`, as [`ts_exporters_of`] gives
+/// them: each name from its nearest exporter, names of one module in one import), when that is more than one
+/// name: the first candidate where a removed import left several names unknown.
+pub fn ts_combined_import(
+    document: &TaskDocument,
+    file: &Path,
+    names: &[String],
+    exporters: &[Vec<(PathBuf, bool)>],
+) -> Option<FileChange> {
+    let mut groups: Vec<(String, Vec<(String, bool)>)> = Vec::new();
+    for (name, exporters) in names.iter().zip(exporters) {
+        let Some((exporter, type_only)) = exporters.first() else { continue };
+        let Some(specifier) = ts_specifiers(file, exporter, &document.text).into_iter().next() else { continue };
+        match groups.iter_mut().find(|(seen, _)| *seen == specifier) {
+            Some((_, listed)) => listed.push((name.clone(), *type_only)),
+            None => groups.push((specifier, vec![(name.clone(), *type_only)])),
+        }
+    }
+    if groups.iter().map(|(_, listed)| listed.len()).sum::<usize>() < 2 {
+        return None;
+    }
+    let parts: Suggested = groups
+        .iter()
+        .map(|(specifier, listed)| {
+            let change = ts_import_change(document, listed, specifier);
+            (change.replace, change.insert)
+        })
+        .collect();
+    as_change(document, &parts)
 }
 
 /// The names of tsc's "Cannot find name" errors in `file` (relative to the project, as tsc names it) in the
