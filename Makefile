@@ -57,6 +57,8 @@ test-editors:
 
 bench: deps model build llama-server
 	$(CARGO) run --release -p spark-tests --bin spark-bench
+	$(CARGO) run --release -p spark-tests --bin spark-eval -- --fetch-only
+	$(CARGO) run --release -p spark-tests --bin spark-bench -- --pause
 	$(CARGO) run --release -p spark-tests --bin remote-bench
 	$(CARGO) run --release -p spark-tests --bin mcp-bench
 

@@ -520,9 +520,10 @@ fn serve<M: crate::session::LanguageModel>(
             continue;
         }
         // Background work starts only when the user pauses: after `IDLE_BEFORE_BACKGROUND` without a keystroke's
-        // request. A request arriving meanwhile is taken first.
+        // request. A request arriving meanwhile is taken first. Finishing a keystroke the deadline cut does not
+        // wait: that keystroke ran to its deadline, so the user has paused already.
         let idle = last_interactive.map_or(IDLE_BEFORE_BACKGROUND, |at| at.elapsed());
-        if job.request.background && idle < IDLE_BEFORE_BACKGROUND {
+        if job.request.background && !job.request.resume && idle < IDLE_BEFORE_BACKGROUND {
             queue.push(job);
             match commands.recv_timeout(IDLE_BEFORE_BACKGROUND - idle) {
                 Ok(command) => {
@@ -703,6 +704,7 @@ mod tests {
             min_confidence: 0.0,
             speculate: false,
             heal: false,
+            resume: false,
         };
         (Job { request, queued_at: Instant::now(), reply }, answer)
     }

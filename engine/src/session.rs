@@ -61,6 +61,36 @@ pub struct CompletionRequest {
     /// Token healing for a greedy ghost-text request: the prompt's last tokens on the cursor's line are taken back
     /// and the answer must start with their text ([`Session`]'s `take_back_for_healing`).
     pub heal: bool,
+    /// Background work that finishes a keystroke's request the deadline cut (the user paused on it): it starts
+    /// without waiting for a pause (there is one) and evaluates its prompt in bigger chunks than other background
+    /// work, since someone is waiting for it. Any keystroke still cancels it.
+    pub resume: bool,
+}
+
+impl Default for CompletionRequest {
+    /// A ghost-text request in lane 0 with nothing in it, due now: callers set what they need.
+    fn default() -> Self {
+        CompletionRequest {
+            lane: 0,
+            header: String::new(),
+            prefix: String::new(),
+            suffix: String::new(),
+            mode: StopMode::Line,
+            indent: String::new(),
+            max_tokens: 0,
+            max_lines: 1,
+            deadline: Instant::now(),
+            cancel: CancellationToken::new(),
+            raw_prompt: false,
+            stop_strings: Vec::new(),
+            sampling: Sampling::default(),
+            background: false,
+            min_confidence: 0.0,
+            speculate: false,
+            heal: false,
+            resume: false,
+        }
+    }
 }
 
 /// Why generation ended.
@@ -200,9 +230,15 @@ const DEADLINE_SHARE: f64 = 0.8;
 const COST_SAMPLES: usize = 8;
 /// Background work evaluates smaller chunks: a keystroke arriving meanwhile waits for at most one of them. A chunk
 /// is sized from the measured cost per prompt token to take about `BACKGROUND_CHUNK_TIME` (a bigger model gets
-/// fewer tokens per chunk), and is never longer than `BACKGROUND_PROMPT_CHUNK`.
-const BACKGROUND_PROMPT_CHUNK: usize = 16;
-const BACKGROUND_CHUNK_TIME: Duration = Duration::from_millis(30);
+/// fewer tokens per chunk), and holds between `MIN_PROMPT_CHUNK` and `BACKGROUND_PROMPT_CHUNK` tokens: a chunk
+/// pays a fixed cost (~60 ms for the 0.5B on 2 cores, the weights read once), so a 30 ms target sized chunks of
+/// one token, and a cold 300-token prompt took ~300 decodes in the background.
+const BACKGROUND_PROMPT_CHUNK: usize = 32;
+const BACKGROUND_CHUNK_TIME: Duration = Duration::from_millis(150);
+/// The biggest prompt chunk of a request that finishes a cut keystroke (`CompletionRequest::resume`): the user
+/// waits for it, and a keystroke arriving meanwhile waits for at most this one chunk (~400 ms for the 0.5B on 2
+/// cores).
+const RESUME_PROMPT_CHUNK: usize = 64;
 /// The smallest chunk worth starting before a deadline (smaller ones cost more per token).
 const MIN_PROMPT_CHUNK: usize = 16;
 /// A slot is filled from another one (a copy of its sequence) when that saves at least this many prompt tokens.
@@ -451,7 +487,7 @@ impl<M: LanguageModel> Session<M> {
         self.prompt_cost
             .fits(BACKGROUND_CHUNK_TIME)
             .unwrap_or(BACKGROUND_PROMPT_CHUNK)
-            .clamp(1, BACKGROUND_PROMPT_CHUNK)
+            .clamp(MIN_PROMPT_CHUNK, BACKGROUND_PROMPT_CHUNK)
     }
 
     /// Tokens in the KV cache of slot 0, in order (the single-slot view).
@@ -619,14 +655,18 @@ impl<M: LanguageModel> Session<M> {
             // a chunk that started just before it.
             let left = request.deadline.saturating_duration_since(Instant::now());
             let fits = self.prompt_cost.fits(left.mul_f64(DEADLINE_SHARE)).unwrap_or(PROMPT_CHUNK);
-            let least = if request.background { 1 } else { MIN_PROMPT_CHUNK.min(tokens.len() - next) };
+            let least = MIN_PROMPT_CHUNK.min(tokens.len() - next);
             // A request that has evaluated nothing yet evaluates one small chunk all the same: the estimate may be
             // stale (the first chunk after loading a model pays for buffer set-up), and only a new measurement
             // corrects it. Without this, one slow chunk stalled every later keystroke at zero progress.
             if left.is_zero() || (fits < least && stats.n_decoded > 0) {
                 return Ok(self.finish(String::new(), StopReason::Deadline, stats, started));
             }
-            let chunk_cap = if request.background { self.background_chunk() } else { MAX_PROMPT_CHUNK };
+            let chunk_cap = match (request.background, request.resume) {
+                (true, true) => RESUME_PROMPT_CHUNK,
+                (true, false) => self.background_chunk(),
+                (false, _) => MAX_PROMPT_CHUNK,
+            };
             let chunk = &tokens[next..(next + fits.max(least).min(chunk_cap)).min(tokens.len())];
             let first_pos = self.slots[seq].tokens.len();
             let chunk_started = Instant::now();
@@ -1284,6 +1324,7 @@ mod tests {
             min_confidence: 0.0,
             speculate: false,
             heal: true,
+            resume: false,
         }
     }
 

@@ -138,6 +138,7 @@ mod tests {
             min_confidence: 0.0,
             speculate: false,
             heal: false,
+            resume: false,
         }
     }
 

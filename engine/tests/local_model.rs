@@ -48,6 +48,7 @@ fn ghost(lane: u64, prefix: &str, suffix: &str) -> CompletionRequest {
         min_confidence: 0.0,
         speculate: false,
         heal: false,
+        resume: false,
     }
 }
 

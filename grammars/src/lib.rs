@@ -192,6 +192,40 @@ pub fn smallest_capture<'t>(
     best
 }
 
+/// [`smallest_capture`] for queries whose every pattern is one captured node (blocks, items): only the part of the
+/// tree around `start_byte..end_byte` is searched, and the text of a predicate's node is read through `text` (a
+/// rope's chunks, say), so the work grows with the nodes around the range, not with the file. A pattern that
+/// starts at a node before the range (the `#[test]` attribute of a test function) needs [`smallest_capture`].
+pub fn smallest_capture_near<'t, I: AsRef<[u8]>>(
+    query: &Query,
+    capture: &str,
+    root: Node<'t>,
+    text: impl tree_sitter::TextProvider<I>,
+    start_byte: usize,
+    end_byte: usize,
+) -> Option<Node<'t>> {
+    let capture_idx = query.capture_index_for_name(capture)?;
+    let (start_byte, end_byte) = (start_byte.min(end_byte), start_byte.max(end_byte));
+    let mut cursor = QueryCursor::new();
+    // Nodes that contain the range intersect it; one byte either side, since an empty range intersects nothing.
+    cursor.set_byte_range(start_byte.saturating_sub(1)..end_byte + 1);
+    let mut captures = cursor.captures(query, root, text);
+    let mut best: Option<Node<'t>> = None;
+    while let Some((query_match, idx)) = captures.next() {
+        let node = query_match.captures[*idx].node;
+        if query_match.captures[*idx].index != capture_idx {
+            continue;
+        }
+        if node.start_byte() > start_byte || node.end_byte() < end_byte {
+            continue;
+        }
+        if best.is_none_or(|best| node.byte_range().len() <= best.byte_range().len()) {
+            best = Some(node);
+        }
+    }
+    best
+}
+
 /// The ERROR and MISSING nodes of the tree in document order, at most `limit` of them. Only outermost ones
 /// are listed: errors nested inside an ERROR node are covered by its range.
 pub fn syntax_errors<'t>(root: Node<'t>, limit: usize) -> Vec<Node<'t>> {

@@ -226,6 +226,11 @@ pub struct InlineSettings {
     /// Token healing: a prompt that ends inside a word is cut back to the word's start and the model must spell
     /// the cut text again, so that it continues from its own tokens (README, "token healing").
     pub token_healing: bool,
+    /// Tell the client when a suggestion the deadline cut is ready (`spark/inlineCompletionReady`): the request was
+    /// answered empty, the suggestion finished in the background, and asking again at the same place is answered
+    /// from the cache. Editors only ask for ghost text when the user types, so without it a user who paused sees
+    /// nothing. Off unless the client says it handles the notification (Spark's VS Code and Neovim plugins do).
+    pub notify_ready: bool,
 }
 
 /// The ghost-text prompt window a model gets unless the settings say otherwise: lines before and after the
@@ -287,6 +292,7 @@ impl Default for InlineSettings {
             prefix_lines: None,
             suffix_lines: None,
             token_healing: true,
+            notify_ready: false,
         }
     }
 }

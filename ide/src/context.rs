@@ -4,7 +4,7 @@
 
 use spark_engine::StopMode;
 use spark_grammars::tree_sitter::StreamingIterator;
-use spark_grammars::{smallest_capture, tree_sitter, Lang};
+use spark_grammars::{smallest_capture_near, tree_sitter, Lang};
 
 use crate::document::Document;
 
@@ -138,15 +138,13 @@ fn ends_with_opener(line_prefix: &str) -> bool {
 /// With a syntax tree the block comes from the grammar's `blocks` query; without one, from the text.
 fn after_block_opener(document: &Document, byte: usize, cursor_line: usize) -> bool {
     let rope = &document.rope;
-    let previous_line = (0..cursor_line).rev().find(|line| !rope.line(*line).to_string().trim().is_empty());
+    let previous_line = (0..cursor_line).rev().find(|line| !rope.line(*line).chars().all(char::is_whitespace));
     let Some(previous_line) = previous_line else {
         return false;
     };
     if let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) {
-        let source = document.text();
-        if let Some(block) =
-            smallest_capture(&lang.queries().blocks, "block", tree.root_node(), source.as_bytes(), byte, byte)
-        {
+        let blocks = &lang.queries().blocks;
+        if let Some(block) = smallest_capture_near(blocks, "block", tree.root_node(), rope_text(rope), byte, byte) {
             return block.start_position().row == previous_line;
         }
     }
@@ -166,26 +164,34 @@ fn header(document: &Document, path: Option<&str>, window_start: usize, max_byte
     let (Some(lang), Some(tree)) = (document.lang, document.tree.as_ref()) else {
         return header;
     };
-    let source = document.rope.byte_slice(..window_start).to_string();
+    // Only the imports are copied out of the rope, never the text before the window.
+    let rope = &document.rope;
     let mut cursor = tree_sitter::QueryCursor::new();
     cursor.set_byte_range(0..window_start);
     let query = &lang.queries().imports;
-    let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
+    let mut matches = cursor.matches(query, tree.root_node(), rope_text(rope));
     while let Some(found) = matches.next() {
         for capture in found.captures {
             let range = capture.node.byte_range();
             if range.end > window_start {
                 continue;
             }
-            let text = &source[range];
-            if header.len() + text.len() + 1 > max_bytes {
+            if header.len() + range.len() + 1 > max_bytes {
                 return header;
             }
-            header.push_str(text);
+            header.extend(rope.byte_slice(range).chunks());
             header.push('\n');
         }
     }
     header
+}
+
+/// The text of a node, read from the rope's chunks (for query predicates), without copying the document.
+fn rope_text<'r>(rope: &'r ropey::Rope) -> impl FnMut(tree_sitter::Node) -> std::vec::IntoIter<&'r [u8]> + 'r {
+    move |node| {
+        let chunks: Vec<&[u8]> = rope.byte_slice(node.byte_range()).chunks().map(str::as_bytes).collect();
+        chunks.into_iter()
+    }
 }
 
 #[cfg(test)]

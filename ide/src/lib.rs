@@ -2,6 +2,7 @@
 //! tests, regex), verification, the tiers and routes to a model, and the ghost-text policy of a [`Workspace`].
 //! The LSP server, the CLI and the MCP server are front ends over it; nothing here knows JSON-RPC.
 
+pub mod background;
 pub mod config;
 pub mod context;
 pub mod document;
@@ -17,4 +18,5 @@ pub mod tasks;
 pub mod tiers;
 pub mod verify;
 pub mod workspace;
+pub use background::SuggestionReady;
 pub use workspace::{Notice, NoticeLevel, Suggestion, TaskRequest, TaskResult, Workspace};

@@ -55,6 +55,7 @@ pub fn prepare(
         min_confidence: settings.min_confidence(),
         speculate: false,
         heal: settings.token_healing,
+        resume: false,
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
@@ -94,6 +95,7 @@ pub fn warm_up(
         min_confidence: 0.0,
         speculate: false,
         heal: false,
+        resume: false,
     }
 }
 

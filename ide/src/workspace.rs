@@ -9,15 +9,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use serde_json::{json, Value};
 use spark_engine::StopReason;
-use spark_engine::{CompletionRequest, Engine, EngineError, EngineState, RemoteClient, RemoteError};
+use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError};
 use tokio_util::sync::CancellationToken;
 
+use crate::background::{self, Background, CutRequest, ReadyHook, SuggestionReady};
 use crate::config::{PromptWindow, Route, Settings};
 use crate::document::{Change, Document};
 use crate::position::{self, LspPosition, PositionEncoding};
@@ -28,8 +29,11 @@ use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskOutco
 use crate::tiers::{self, StrongModel, Tier};
 use crate::verify;
 
-/// How a prefetch or the completion of a cut suggestion may use the model thread when nothing else needs it.
+/// How a prefetch may use the model thread when nothing else needs it.
 const PREFETCH_BUDGET: Duration = Duration::from_millis(1500);
+/// How long finishing a suggestion the deadline cut may take: a cold prompt (a file just opened) and the
+/// generation after it, on a slow machine. Any keystroke cancels it sooner.
+const FINISH_BUDGET: Duration = Duration::from_secs(10);
 /// How long a task (fix, tests, regex) may run before it is stopped: its sampling budget and a margin.
 const TASK_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// What the strong tier's first load may add to a task's time limit.
@@ -81,15 +85,23 @@ pub struct TaskResult {
 
 type Notify = Box<dyn Fn(Notice) + Send + Sync>;
 
+/// What runs for a document: a ghost-text request or background work, with the token that stops it.
+struct Inflight {
+    id: u64,
+    cancel: CancellationToken,
+    /// A warm-up (of a document's top or of a focused place): a newer focus replaces it.
+    warm_up: bool,
+}
+
 pub struct Workspace {
     engine: Arc<Engine>,
     encoding: PositionEncoding,
-    documents: DashMap<String, Document>,
+    documents: Arc<DashMap<String, Document>>,
     paths: DashMap<String, PathBuf>,
     settings: RwLock<Settings>,
     /// The running ghost-text request (or background work) of each document: a newer request or an edit
     /// cancels it.
-    inflight: DashMap<String, (u64, CancellationToken)>,
+    inflight: DashMap<String, Inflight>,
     next_request_id: AtomicU64,
     last_latency_ms: AtomicU64,
     /// The remote endpoint, when `remote.url` is configured; `None` otherwise (nothing leaves the machine).
@@ -103,30 +115,10 @@ pub struct Workspace {
     strong: Arc<StrongModel>,
     background: Background,
     notify: Notify,
+    /// Told when a suggestion the deadline cut is ready (`Workspace::on_suggestion_ready`).
+    ready: Arc<OnceLock<ReadyHook>>,
     /// The last next-edit computation (a document asked about again at the same revision is not recomputed).
     pub(crate) next_edit_cache: crate::next_edit::serve::NextEditCache,
-}
-
-/// The one scheduler of background work: spawned tasks are kept (and aborted at shutdown), and a document has
-/// at most one piece of work registered — background work only starts when nothing runs for the document.
-#[derive(Default)]
-struct Background {
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-}
-
-impl Background {
-    fn keep(&self, handle: tokio::task::JoinHandle<()>) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(handle);
-    }
-
-    fn abort_all(&self) {
-        let tasks: Vec<_> = self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).drain(..).collect();
-        for task in tasks {
-            task.abort();
-        }
-    }
 }
 
 impl Workspace {
@@ -141,7 +133,7 @@ impl Workspace {
         let workspace = Workspace {
             engine,
             encoding,
-            documents: DashMap::new(),
+            documents: Arc::new(DashMap::new()),
             paths: DashMap::new(),
             settings: RwLock::new(Settings::default()),
             inflight: DashMap::new(),
@@ -153,6 +145,7 @@ impl Workspace {
             strong: Arc::new(StrongModel::default()),
             background: Background::default(),
             notify: Box::new(notify),
+            ready: Arc::new(OnceLock::new()),
             next_edit_cache: Default::default(),
         };
         workspace.configure_remote(&settings);
@@ -263,7 +256,7 @@ impl Workspace {
     /// Stops everything running: requests, background work, the model.
     pub fn shutdown(&self) {
         for entry in self.inflight.iter() {
-            entry.value().1.cancel();
+            entry.value().cancel.cancel();
         }
         self.background.abort_all();
         self.engine.shutdown();
@@ -352,8 +345,9 @@ impl Workspace {
             suggest::prepare(&document, resolved.byte, Some(&path), &extra, lane, &settings.inline, cancel.clone())
         };
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = self.inflight.insert(uri.to_owned(), (request_id, cancel.clone())) {
-            previous.cancel();
+        let inflight = Inflight { id: request_id, cancel: cancel.clone(), warm_up: false };
+        if let Some(previous) = self.inflight.insert(uri.to_owned(), inflight) {
+            previous.cancel.cancel();
         }
         // A front end cancels a request by dropping its future: the guard then stops the model too.
         let _stop_model_on_drop = cancel.clone().drop_guard();
@@ -372,7 +366,7 @@ impl Workspace {
         };
         let served = result.as_ref().ok().map(|generated| generated.served);
         self.note_remote(generator.take_remote_error(), served);
-        self.inflight.remove_if(uri, |_, (id, _)| *id == request_id);
+        self.inflight.remove_if(uri, |_, inflight| inflight.id == request_id);
         let completion = match result.map(|generated| generated.completion) {
             Ok(completion) => completion,
             Err(EngineError::Loading) => return None,
@@ -382,17 +376,22 @@ impl Workspace {
             }
         };
         let local = settings.inline.route == Route::Local;
-        // Cut by the deadline while generating: the whole suggestion is computed in the background and cached, for
-        // the next request in this state or typed along it.
-        let cut = completion.stop == StopReason::Deadline && completion.stats.n_generated > 0;
-        if cut && local {
-            self.continue_in_background(uri, request.clone());
-        }
+        // Cut by the deadline (a cold prompt, or a generation still going): the suggestion is finished in the
+        // background, cached for this request, and the client told when it is ready.
+        let cut = local && completion.stop == StopReason::Deadline;
+        let finish = |shown: &str| CutRequest {
+            uri: uri.to_owned(),
+            request: request.clone(),
+            version: prepared.version,
+            revision: prepared.revision,
+            byte: prepared.byte,
+            position,
+            shown: shown.to_owned(),
+        };
         if completion.text.is_empty() {
             tracing::debug!(stop = ?completion.stop, "no suggestion");
-            let cold = completion.stop == StopReason::Deadline && completion.stats.n_generated == 0;
-            if cold && local {
-                self.finish_prompt_in_background(uri, request);
+            if cut {
+                self.finish_in_background(finish(""), &settings);
             }
             return None;
         }
@@ -408,8 +407,14 @@ impl Workspace {
         };
         let Some(text) = checked else {
             tracing::debug!(uri, bytes = completion.text.len(), "suggestion refused: it adds syntax errors");
+            if cut {
+                self.finish_in_background(finish(""), &settings);
+            }
             return None;
         };
+        if cut {
+            self.finish_in_background(finish(&text), &settings);
+        }
         if self.documents.get(uri).is_none_or(|now| now.revision != prepared.revision) {
             tracing::debug!(uri, "suggestion dropped: the document changed while it was checked");
             return None;
@@ -473,38 +478,67 @@ impl Workspace {
         }));
     }
 
-    /// Computes in the background the whole suggestion that the deadline cut, and caches it as the shown one: a
-    /// client that asks again in the same state (Helix's completion menu) or the user typing along it gets all
-    /// of it without a model call. Any keystroke cancels it.
-    fn continue_in_background(&self, uri: &str, mut request: CompletionRequest) {
+    /// Finishes in the background a suggestion the deadline cut (prompt evaluation and generation), caches it as
+    /// the request's answer, and — when the client asked for it (`inline.notifyReady`) — tells it the suggestion is
+    /// ready, so that a user who paused sees it without typing again. Any keystroke or edit cancels it.
+    fn finish_in_background(&self, mut cut: CutRequest, settings: &Settings) {
         let cancel = self.engine.background_token();
-        if !self.register_background(uri, &cancel) {
+        if !self.register_background(&cut.uri, &cancel) {
             return;
         }
-        request.background = true;
-        request.cancel = cancel;
-        request.deadline = Instant::now() + PREFETCH_BUDGET;
-        let engine = self.engine.clone();
-        self.background.keep(tokio::spawn(async move {
-            if let Ok(completion) = engine.complete(request.clone()).await {
-                request.background = false;
-                engine.remember(&request, &completion);
-            }
-        }));
+        cut.request.background = true;
+        cut.request.resume = true;
+        cut.request.cancel = cancel;
+        cut.request.deadline = Instant::now() + FINISH_BUDGET;
+        let task = background::finish_cut(
+            self.engine.clone(),
+            self.documents.clone(),
+            self.ready.clone(),
+            settings.inline.notify_ready,
+            cut,
+        );
+        self.background.keep(tokio::spawn(task));
     }
 
-    /// The deadline came while the prompt was still being evaluated (a cold cache: the user switched files, or
-    /// jumped far): the rest of it is evaluated in the background, so that after a pause the next keystroke finds
-    /// it in the KV cache. Any keystroke cancels it; what was evaluated stays cached.
-    fn finish_prompt_in_background(&self, uri: &str, mut request: CompletionRequest) {
-        let cancel = self.engine.background_token();
-        if !self.register_background(uri, &cancel) {
+    /// Sets who is told when a suggestion the deadline cut is ready (once; later calls are ignored).
+    pub fn on_suggestion_ready(&self, hook: impl Fn(SuggestionReady) + Send + Sync + 'static) {
+        let _ = self.ready.set(Box::new(hook));
+    }
+
+    /// The editor shows `uri` with the cursor at `position` (opened, switched to, insert mode entered): the prompt
+    /// of a suggestion there is brought into the KV cache, so that the first keystroke is warm. A warm-up of the
+    /// document's top, or of another place, gives way; a request in flight is left alone.
+    pub fn focus(&self, uri: &str, position: LspPosition) {
+        let settings = self.settings();
+        if settings.is_excluded(uri) || settings.inline.route != Route::Local {
             return;
         }
+        let extra = self.other_files_context(uri, &settings);
+        let cancel = self.engine.background_token();
+        let mut request = {
+            let Some(document) = self.documents.get(uri) else {
+                return;
+            };
+            if !settings.inline_enabled_for(&document.language_id) {
+                return;
+            }
+            let byte = document.offset(position, self.encoding).byte;
+            let path = suggest::display_path(uri);
+            let lane = suggest::lane_of(uri);
+            suggest::prepare(&document, byte, Some(&path), &extra, lane, &settings.inline, cancel.clone()).request
+        };
         request.max_tokens = 0;
         request.background = true;
-        request.cancel = cancel;
         request.deadline = Instant::now() + Duration::from_secs(30);
+        self.inflight.remove_if(uri, |_, inflight| {
+            if inflight.warm_up {
+                inflight.cancel.cancel();
+            }
+            inflight.warm_up
+        });
+        if !self.register_warm_up(uri, &cancel) {
+            return;
+        }
         let engine = self.engine.clone();
         self.background.keep(tokio::spawn(async move {
             let _ = engine.complete(request).await;
@@ -530,7 +564,7 @@ impl Workspace {
             suggest::warm_up(&document, Some(&path), &extra, suggest::lane_of(uri), &settings.inline, cancel.clone());
         drop(document);
         // A warm-up never cancels a real request.
-        if !self.register_background(uri, &cancel) {
+        if !self.register_warm_up(uri, &cancel) {
             return;
         }
         let engine = self.engine.clone();
@@ -542,19 +576,28 @@ impl Workspace {
     /// Registers background work for `uri` only when nothing runs for it: background work never cancels a
     /// request, and a later request or edit of the document cancels it.
     fn register_background(&self, uri: &str, cancel: &CancellationToken) -> bool {
+        self.register(uri, cancel, false)
+    }
+
+    /// [`Self::register_background`] for a warm-up, which a later focus may replace.
+    fn register_warm_up(&self, uri: &str, cancel: &CancellationToken) -> bool {
+        self.register(uri, cancel, true)
+    }
+
+    fn register(&self, uri: &str, cancel: &CancellationToken, warm_up: bool) -> bool {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         match self.inflight.entry(uri.to_owned()) {
             dashmap::Entry::Occupied(_) => false,
             dashmap::Entry::Vacant(vacant) => {
-                vacant.insert((request_id, cancel.clone()));
+                vacant.insert(Inflight { id: request_id, cancel: cancel.clone(), warm_up });
                 true
             }
         }
     }
 
     fn cancel_inflight(&self, uri: &str) {
-        if let Some((_, (_, token))) = self.inflight.remove(uri) {
-            token.cancel();
+        if let Some((_, inflight)) = self.inflight.remove(uri) {
+            inflight.cancel.cancel();
         }
     }
 

@@ -110,6 +110,7 @@ fn ghost_text(prefix: &str) -> CompletionRequest {
         min_confidence: 0.0,
         speculate: false,
         heal: false,
+        resume: false,
     }
 }
 

@@ -139,3 +139,94 @@ fn a_task_is_made_for_the_version_it_answers() {
         assert!(fixed.contains("let x = a + 1;"), "{fixed}");
     });
 }
+
+/// Settings with the deadline at zero: every ghost-text request is cut before its prompt is evaluated.
+fn cut_at_once(notify_ready: bool) -> Settings {
+    let options = serde_json::json!({"inline": {"deadlineMs": 0, "prefetch": false, "notifyReady": notify_ready}});
+    Settings::from_json(&options).unwrap()
+}
+
+#[test]
+fn a_suggestion_the_deadline_cut_is_finished_and_announced_then_served_from_the_cache() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("42;");
+        workspace.set_settings(cut_at_once(true));
+        let (sender, mut ready) = tokio::sync::mpsc::unbounded_channel();
+        workspace.on_suggestion_ready(move |event| {
+            let _ = sender.send(event);
+        });
+        workspace.open(URI, None, "rust", TEXT, 1);
+        assert!(workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.is_none(), "cut at once");
+        let event = tokio::time::timeout(std::time::Duration::from_secs(10), ready.recv())
+            .await
+            .expect("announced")
+            .expect("the hook is kept");
+        assert_eq!((event.uri.as_str(), event.version, event.position), (URI, 1, at(1, 12)));
+        let hits = workspace.engine().counters().cache_hits.load(std::sync::atomic::Ordering::Relaxed);
+        let found = workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.expect("from the cache");
+        assert_eq!(found.text, "42;");
+        assert_eq!(workspace.engine().counters().cache_hits.load(std::sync::atomic::Ordering::Relaxed), hits + 1);
+    });
+}
+
+#[test]
+fn a_finished_suggestion_is_not_announced_after_an_edit_nor_to_a_client_that_did_not_ask() {
+    runtime().block_on(async {
+        for notify_ready in [true, false] {
+            let (workspace, _) = workspace("42;");
+            workspace.set_settings(cut_at_once(notify_ready));
+            let (sender, mut ready) = tokio::sync::mpsc::unbounded_channel();
+            workspace.on_suggestion_ready(move |event| {
+                let _ = sender.send(event);
+            });
+            workspace.open(URI, None, "rust", TEXT, 1);
+            assert!(workspace.suggest(URI, at(1, 12), CancellationToken::new()).await.is_none());
+            if notify_ready {
+                // Typed on at once: the background work for version 1 is cancelled or its answer is stale.
+                let change = Change { range: Some((at(1, 12), at(1, 12))), text: "4".into() };
+                assert!(workspace.edit(URI, &[change], 2));
+            }
+            let late = tokio::time::timeout(std::time::Duration::from_millis(500), ready.recv()).await;
+            match late {
+                Ok(Some(event)) => panic!("announced {event:?} (notifyReady {notify_ready})"),
+                Ok(None) | Err(_) => {}
+            }
+        }
+    });
+}
+
+/// Waits until the engine has answered more than `after` background warm-ups; returns how many it has.
+async fn warm_ups_after(engine: &Engine, after: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let warm_ups = engine
+            .counters()
+            .recent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|call| call.background && call.stop == spark_engine::StopReason::WarmedUp)
+            .count();
+        if warm_ups > after {
+            return warm_ups;
+        }
+        assert!(std::time::Instant::now() < deadline, "no warm-up ran after the first {after}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn focus_warms_the_prompt_at_the_cursor_in_the_background() {
+    runtime().block_on(async {
+        let (workspace, _) = workspace("42;");
+        let engine = workspace.engine().clone();
+        workspace.open(URI, None, "rust", TEXT, 1);
+        let opened = warm_ups_after(&engine, 0).await;
+        workspace.focus(URI, at(1, 12));
+        let focused = warm_ups_after(&engine, opened).await;
+        // Focus on a document that is not open, or past its end: nothing breaks, the place is clamped.
+        workspace.focus("file:///p/src/missing.rs", at(0, 0));
+        workspace.focus(URI, at(99, 99));
+        warm_ups_after(&engine, focused).await;
+    });
+}

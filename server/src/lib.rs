@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod cli;
 pub mod framing;
+pub mod ghost;
 pub mod guard;
 pub mod lsp;
 pub mod mcp;

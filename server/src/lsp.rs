@@ -56,6 +56,7 @@ pub fn service() -> (crate::guard::CatchPanic<LspService<Spark>>, tower_lsp_serv
         .custom_method("spark/status", Spark::status)
         .custom_method("spark/recentCalls", Spark::recent_calls)
         .custom_method("spark/nextEdit", Spark::next_edit)
+        .custom_method("spark/didFocus", Spark::did_focus)
         .finish();
     (crate::guard::CatchPanic(service), socket)
 }
@@ -116,6 +117,13 @@ impl Spark {
         Ok(Some(InlineCompletionResponse::List(InlineCompletionList { items })))
     }
 
+    /// `spark/didFocus`: the user looks at this document with the cursor here; its prompt is warmed.
+    pub async fn did_focus(&self, params: crate::ghost::FocusParams) {
+        if let Some(workspace) = self.workspace() {
+            workspace.focus(params.text_document.uri.as_str(), crate::ghost::focus_position(&params));
+        }
+    }
+
     /// `spark/status`: the model's state, the last latency and the engine's counters.
     pub async fn status(&self) -> Result<Value> {
         Ok(match self.workspace() {
@@ -146,12 +154,13 @@ impl Spark {
         }
     }
 
-    /// Sends `spark/nextEditChanged` for a document once the user paused, when the client asked for it and the
-    /// answer is news (edits, or none after some were shown).
+    /// Computes a document's next edits once the user paused (code actions and the inline item read them from
+    /// the cache), and sends `spark/nextEditChanged` when the client asked for it and the answer is news (edits,
+    /// or none after some were shown).
     fn schedule_next_edit(&self, uri: &Uri) {
         let Some(workspace) = self.workspace().cloned() else { return };
         let settings = workspace.settings().next_edit;
-        if !settings.enabled || !settings.notify {
+        if !settings.enabled {
             return;
         }
         let client = self.client.clone();
@@ -164,6 +173,9 @@ impl Spark {
             let Some(found) = workspace.next_edits_with_model(uri_owned.as_str(), None, cancel).await else {
                 return;
             };
+            if !settings.notify {
+                return;
+            }
             let has_edits = !found.edits.is_empty();
             let had_edits = shown.insert(uri_owned.clone(), has_edits).unwrap_or(false);
             if has_edits || had_edits {
@@ -276,7 +288,17 @@ impl LanguageServer for Spark {
             };
             tokio::spawn(async move { client.show_message(kind, notice.message).await });
         };
-        let _ = self.workspace.set(Arc::new(Workspace::new(engine, settings, encoding, notify)));
+        let workspace = Workspace::new(engine, settings, encoding, notify);
+        let client = self.client.clone();
+        workspace.on_suggestion_ready(move |ready| {
+            let (client, params) = (client.clone(), crate::ghost::ready_params(&ready));
+            if let Some(params) = params {
+                tokio::spawn(async move {
+                    client.send_notification::<crate::ghost::InlineCompletionReady>(params).await;
+                });
+            }
+        });
+        let _ = self.workspace.set(Arc::new(workspace));
         tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
 
         Ok(InitializeResult {
@@ -421,7 +443,9 @@ impl LanguageServer for Spark {
             .collect();
         let mut listed =
             actions::list(&document, &params.text_document.uri, params.range, &diagnostics, encoding, resolve);
-        if let Some(found) = workspace.next_edits(params.text_document.uri.as_str(), Some(to_lsp(params.range.start))) {
+        // The cache only: listing actions never runs the rules or parses (the pause after an edit computed them).
+        let uri = params.text_document.uri.as_str();
+        if let Some(found) = workspace.next_edits_cached(uri, Some(to_lsp(params.range.start))) {
             listed.extend(next_edit::code_actions(&params.text_document.uri, &found, params.range));
         }
         Ok((!listed.is_empty()).then_some(listed))

@@ -159,10 +159,12 @@ fn a_shown_suggestion_is_prefetched_in_its_accepted_state() {
 }
 
 #[test]
-fn a_prompt_cut_by_the_deadline_is_finished_in_the_background() {
+fn a_suggestion_cut_by_the_deadline_is_finished_and_the_client_is_told() {
     let mut client = LspClient::start(&[], None).unwrap();
-    // A deadline too short for any prompt: the request is answered empty while its prompt is still cold.
-    client.initialize(json!({"inline": {"deadlineMs": 1, "prefetch": false}})).unwrap();
+    // A deadline too short for any prompt: the request is answered empty while its prompt is still cold. With
+    // `notifyReady` the server finishes it in the background and says when asking again is worth it.
+    let options = json!({"inline": {"deadlineMs": 1, "prefetch": false, "minConfidence": 0.0, "notifyReady": true}});
+    client.initialize(options).unwrap();
     client.wait_model_ready(Duration::from_secs(180)).unwrap();
     let (text, at) = fixture();
     open(&mut client, URI, &text);
@@ -170,12 +172,43 @@ fn a_prompt_cut_by_the_deadline_is_finished_in_the_background() {
         .request("textDocument/inlineCompletion", inline_params(URI, &text, at), Duration::from_secs(180))
         .unwrap();
     assert_eq!(response["result"]["items"], json!([]), "{response}");
-    let finished = wait_prefetch(&mut client);
+    let ready = client
+        .wait_for("spark/inlineCompletionReady", Duration::from_secs(120), |message| {
+            message["params"]["textDocument"]["uri"] == URI
+        })
+        .unwrap();
+    assert_eq!(ready["params"]["textDocument"]["version"], 1, "{ready}");
+    assert_eq!(ready["params"]["position"], end_position(&text[..at]), "{ready}");
     let calls = recent_calls(&mut client);
     let cut = interactive(&calls).last().copied().cloned().expect("the request's model call");
     assert_eq!(cut["stop"], "Deadline", "{cut}");
-    assert_eq!(finished["stop"], "WarmedUp", "the background call evaluated the rest of the prompt: {finished}");
+    let finished = calls.iter().rfind(|call| call["background"] == true).expect("the background call").clone();
+    assert_ne!(finished["stop"], "Deadline", "the background call finished: {finished}");
+    assert!(finished["producedBytes"].as_u64().unwrap() > 0, "it generated the suggestion: {finished}");
     assert_eq!(finished["nPrompt"], cut["nPrompt"], "the same prompt: {finished} vs {cut}");
+
+    // Asked again at the same place (the editor does so on the notification): served from the cache at once.
+    let hits_before = counter(&mut client, "cacheHits");
+    let again = client
+        .request("textDocument/inlineCompletion", inline_params(URI, &text, at), Duration::from_secs(30))
+        .unwrap();
+    let items = again["result"]["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 1, "{again}");
+    assert!(!items[0]["insertText"].as_str().unwrap_or("").is_empty(), "{again}");
+    assert_eq!(counter(&mut client, "cacheHits"), hits_before + 1, "served without the model");
+
+    // Typed on before the background work finished: no notification for the old place.
+    let (mut text, mut at) = (text, at);
+    insert(&mut client, URI, &mut text, &mut at, "\n    ", 2);
+    let response = client
+        .request("textDocument/inlineCompletion", inline_params(URI, &text, at), Duration::from_secs(60))
+        .unwrap();
+    assert!(response["result"].is_object(), "{response}");
+    insert(&mut client, URI, &mut text, &mut at, "l", 3);
+    let stale = client.wait_for("spark/inlineCompletionReady", Duration::from_secs(15), |message| {
+        message["params"]["textDocument"]["version"] == 2
+    });
+    assert!(stale.is_err(), "a suggestion for a version the user typed past was announced: {stale:?}");
     client.shutdown(Duration::from_secs(20)).unwrap();
 }
 

@@ -82,6 +82,7 @@ impl Doc {
             min_confidence: 0.0,
             speculate: false,
             heal: false,
+            resume: false,
         }
     }
 
@@ -173,6 +174,7 @@ fn task_request(prompt: &str, max_tokens: usize) -> CompletionRequest {
         min_confidence: 0.0,
         speculate: false,
         heal: false,
+        resume: false,
     }
 }
 

@@ -16,6 +16,7 @@ import {
   ServerOptions,
   State,
 } from "vscode-languageclient/node";
+import { GhostTextController, ReadyMessage } from "./ghostText";
 import { NextEditController, NextEditsMessage } from "./nextEdit";
 
 const LANGUAGES = ["rust", "typescript", "typescriptreact", "javascript"];
@@ -37,6 +38,8 @@ export interface SparkOptions {
     maxTokens?: number;
     minConfidence?: number;
     route?: "local" | "remote";
+    /** Asks for `spark/inlineCompletionReady`, which this extension answers by asking for ghost text again. */
+    notifyReady?: boolean;
   };
   /** `notify` asks for `spark/nextEditChanged`, which this extension shows as a hint. */
   nextEdit?: { enabled?: boolean; notify?: boolean };
@@ -51,6 +54,7 @@ let statusItem: vscode.StatusBarItem;
 let outputChannel: vscode.LogOutputChannel;
 let lastStatus: SparkStatus | undefined;
 let nextEdits: NextEditController;
+let ghostText: GhostTextController;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   outputChannel = vscode.window.createOutputChannel("Spark", { log: true });
@@ -58,7 +62,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.name = "Spark";
   statusItem.command = "spark.editor.showStatus";
   nextEdits = new NextEditController(() => client);
-  context.subscriptions.push(outputChannel, statusItem, nextEdits);
+  ghostText = new GhostTextController(() => client, LANGUAGES);
+  context.subscriptions.push(outputChannel, statusItem, nextEdits, ghostText);
 
   context.subscriptions.push(
     vscode.commands.registerCommand("spark.editor.fix", () => executeServerCommand("spark.fix")),
@@ -90,6 +95,7 @@ export function sparkOptions(): SparkOptions {
   const inline: SparkOptions["inline"] = {
     enabled: config.get<boolean>("inline.enabled", true),
     route: config.get<"local" | "remote">("inline.route", "local"),
+    notifyReady: true,
   };
   const deadlineMs = config.get<number>("inline.deadlineMs", 0);
   if (deadlineMs > 0) inline.deadlineMs = deadlineMs;
@@ -162,6 +168,7 @@ async function startClient(): Promise<void> {
   client = newClient;
   newClient.onNotification("spark/statusChanged", (status: SparkStatus) => updateStatus(status));
   newClient.onNotification("spark/nextEditChanged", (message: NextEditsMessage) => nextEdits.update(newClient, message));
+  newClient.onNotification("spark/inlineCompletionReady", (message: ReadyMessage) => void ghostText.onReady(message));
   newClient.onDidChangeState((event) => {
     if (event.newState === State.Stopped) {
       nextEdits.clear();
@@ -176,6 +183,7 @@ async function startClient(): Promise<void> {
     setStatusText("$(error) Spark", `spark-lsp failed to start: ${String(error)}`);
     return;
   }
+  ghostText.started();
   await refreshStatus();
 }
 

@@ -238,6 +238,7 @@ impl Workspace {
             min_confidence: 0.0,
             speculate: true,
             heal: false,
+            resume: false,
         };
         let generated = match generator.generate_task(&prompt, request).await {
             Ok(generated) => generated,

@@ -275,6 +275,7 @@ async fn sample_until<T: AsRef<FileChange>>(
             min_confidence: 0.0,
             speculate: false,
             heal: false,
+            resume: false,
         };
         let generated = generator.generate_task(task, request).await?;
         // An answer the budget cut is code cut off somewhere, not a candidate: said as such (a slow model's

@@ -20,6 +20,9 @@
 //! keystroke after a fix, speculative decoding on and off, RSS against the estimate), for the default model or
 //! each `--model PATH`; `--only-speculation` runs the speculation rows alone, on two prompts.
 //!
+//! `--pause` runs the pause rows instead (`bench_pause.rs`: the time from the last key of a burst to visible ghost
+//! text, on a cold file and after switching files, with `inline.notifyReady` on and off; `--places N` per file).
+//!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
 //! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
 //! waits).
@@ -34,6 +37,8 @@ use spark_tests::{end_position, workspace_root, LspClient};
 
 #[path = "../bench_engine.rs"]
 mod bench_engine;
+#[path = "../bench_pause.rs"]
+mod bench_pause;
 
 /// A function body to type back: `anchor` names the line after which the body starts.
 struct Source {
@@ -495,6 +500,28 @@ fn plot(rows: &[Row], path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The pause rows (`--pause`), side by side in one run; writes target/bench/spark-bench-pause.json.
+fn pause_main(per_file: usize) -> anyhow::Result<()> {
+    let files = bench_pause::corpus_files()?;
+    let mut rows = Vec::new();
+    for notify_ready in [false, true] {
+        eprintln!("spark-bench: pause rows, notifyReady {notify_ready} …");
+        rows.push(bench_pause::cold_pauses(&files, per_file, notify_ready)?);
+        rows.push(bench_pause::switches(&files, 2 * per_file, notify_ready)?);
+    }
+    println!(
+        "last key of a burst (8-12 characters at 80 ms; 3 after a switch) → ghost text over stdio, default model and \
+         settings, {} places in each of {} (evaluation corpus); percentiles over every place, nothing shown = none",
+        per_file,
+        files.iter().map(|file| file.name.as_str()).collect::<Vec<_>>().join(" and ")
+    );
+    let json_rows = bench_pause::print(&rows);
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("spark-bench-pause.json"), serde_json::to_string_pretty(&json_rows)?)?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let flag_value = |name: &str| args.iter().position(|arg| arg == name).and_then(|idx| args.get(idx + 1));
@@ -506,6 +533,10 @@ fn main() -> anyhow::Result<()> {
             .filter_map(|(idx, _)| args.get(idx + 1).map(std::path::PathBuf::from))
             .collect();
         return bench_engine::main(models, args.iter().any(|arg| arg == "--only-speculation"));
+    }
+    if args.iter().any(|arg| arg == "--pause") {
+        let per_file: usize = flag_value("--places").map(|value| value.parse()).transpose()?.unwrap_or(10);
+        return pause_main(per_file);
     }
     let quick = args.iter().any(|arg| arg == "--quick");
     let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);

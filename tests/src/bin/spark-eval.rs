@@ -4,7 +4,9 @@
 //!
 //! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models]
 //!        [--only ID,...] [--settings JSON]... [--min-confidence X]...
-//! (`--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix. Each `--settings` runs
+//!        spark-eval --fetch-only
+//! (`--fetch-only` fetches the pinned corpus into target/eval/corpus/ and stops: the real-editor pause tests type
+//! into its files. `--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix. Each `--settings` runs
 //! every model again with those Spark settings, e.g. `{"inline":{"deadlineMs":500}}`; `--min-confidence X` is
 //! `--settings {"inline":{"minConfidence":X}}`: the sweeps defaults are chosen from.)
 
@@ -69,10 +71,18 @@ fn main() -> Result<()> {
                 found.sort();
                 models.extend(found.into_iter().map(Some));
             }
+            "--fetch-only" => {
+                let packages = corpus::manifest()?;
+                corpus::fetch(&packages)?;
+                for package in &packages {
+                    println!("{}", package.dir().display());
+                }
+                return Ok(());
+            }
             "-h" | "--help" => {
                 println!(
                     "spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models] \
-                     [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim]"
+                     [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim] | --fetch-only"
                 );
                 return Ok(());
             }

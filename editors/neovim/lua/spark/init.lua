@@ -325,6 +325,60 @@ local function on_cursor_moved()
 end
 
 -------------------------------------------------------------------------------------------------------------------
+-- Ghost text when the user pauses (docs/lsp-extensions.md): the server is told where the cursor is when a buffer
+-- is entered or insert mode starts (`spark/didFocus`, so the prompt there is warm before the first keystroke), and
+-- asked again when it says that a suggestion its deadline cut is ready (`spark/inlineCompletionReady`).
+
+local function send_focus(buf)
+  local client = spark_client(buf)
+  if not client or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_get_current_buf() ~= buf then
+    return
+  end
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  local line = get_line(buf, cursor[1] - 1)
+  client_call(client, "notify", "spark/didFocus", {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    position = { line = cursor[1] - 1, character = to_lsp_character(line, cursor[2], encoding_of(client)) },
+  })
+end
+
+-- The document version Neovim's LSP client last sent for `buf`, or nil when it cannot be read.
+local function sent_version(buf)
+  local versions = vim.lsp.util and vim.lsp.util.buf_versions
+  return versions and versions[buf] or nil
+end
+
+local function on_ready(_, params, ctx)
+  if not params or not params.textDocument or not M.config.ghost_text.enabled then
+    return
+  end
+  local buf = vim.uri_to_bufnr(params.textDocument.uri)
+  local client = ctx and ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id) or spark_client(buf)
+  if not client or vim.api.nvim_get_current_buf() ~= buf or not is_insert_mode() then
+    return
+  end
+  local version = sent_version(buf)
+  if version ~= nil and version ~= params.textDocument.version then
+    return -- typed on since; the next request is on its way
+  end
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  local line = get_line(buf, cursor[1] - 1)
+  local character = to_lsp_character(line, cursor[2], encoding_of(client))
+  if cursor[1] - 1 ~= params.position.line or character ~= params.position.character then
+    return
+  end
+  if M.is_visible() then
+    return
+  end
+  if not use_builtin() then
+    request_now()
+    return
+  end
+  -- The built-in ghost text asks only as the user types; its own trigger is the cursor moving in insert mode.
+  vim.api.nvim_exec_autocmds("CursorMovedI", { buffer = buf, modeline = false })
+end
+
+-------------------------------------------------------------------------------------------------------------------
 -- Public API.
 
 --- The spark-lsp client attached to `buf` (default: the current buffer), or nil.
@@ -395,7 +449,9 @@ end
 local function options()
   return {
     model = M.config.model,
-    inline = M.config.inline,
+    -- `notifyReady`: the server tells when a suggestion its deadline cut is ready (`spark/inlineCompletionReady`),
+    -- and this plugin asks for it again (see on_ready).
+    inline = vim.tbl_extend("force", { notifyReady = true }, M.config.inline or {}),
     nextEdit = vim.tbl_extend("force", { notify = true }, M.config.nextEdit or {}),
   }
 end
@@ -525,6 +581,15 @@ local function on_attach(client, buf)
       end,
     })
   end
+  local focus_group = vim.api.nvim_create_augroup("spark.focus." .. buf, { clear = true })
+  vim.api.nvim_create_autocmd({ "BufEnter", "InsertEnter" }, {
+    group = focus_group,
+    buffer = buf,
+    callback = function()
+      send_focus(buf)
+    end,
+  })
+  send_focus(buf)
   set_accept_keymap(buf)
   if M.config.keymaps.dismiss then
     vim.api.nvim_buf_set_keymap(buf, "i", M.config.keymaps.dismiss, "<Cmd>lua require('spark').dismiss()<CR>", {
@@ -571,6 +636,7 @@ local function client_config(buf)
       ["spark/nextEditChanged"] = function(...)
         require("spark.next_edit").on_changed(...)
       end,
+      ["spark/inlineCompletionReady"] = on_ready,
     },
     on_attach = on_attach,
   }
