@@ -29,7 +29,7 @@ pub use remote::{
 pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
 
 /// The default model's file name, as the install script places it: Qwen2.5-Coder 0.5B, chosen by the evaluation
-/// (the most right ghost-text lines per second within the latency targets; README, "Default model").
+/// (the most right ghost-text lines per second within the latency targets; docs/eval.md, "Results").
 pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 
 /// A model `scripts/install-model.sh NAME` installs: its name there, its file, and what Spark uses it for.

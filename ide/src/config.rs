@@ -216,7 +216,7 @@ pub struct InlineSettings {
     pub prefetch: bool,
     /// The least probability the model must give a suggestion's first line for it to be shown (0 shows every
     /// suggestion that passes the checks). Unset: the model's default ([`PromptWindow::for_model`]), chosen by
-    /// the evaluation (README).
+    /// the evaluation (docs/eval.md, "Results").
     pub min_confidence: Option<f32>,
     /// Lines of the document before the cursor's line in a ghost-text prompt (at most 64 bytes a line), and
     /// lines after it. Fewer lines: a cold prompt (a file just opened, a jump) is ready sooner; more: more context.
@@ -224,7 +224,7 @@ pub struct InlineSettings {
     pub prefix_lines: Option<usize>,
     pub suffix_lines: Option<usize>,
     /// Token healing: a prompt that ends inside a word is cut back to the word's start and the model must spell
-    /// the cut text again, so that it continues from its own tokens (README, "token healing").
+    /// the cut text again, so that it continues from its own tokens (docs/eval.md, "One line mid-line, token healing").
     pub token_healing: bool,
     /// Tell the client when a suggestion the deadline cut is ready (`spark/inlineCompletionReady`): the request was
     /// answered empty, the suggestion finished in the background, and asking again at the same place is answered
@@ -234,7 +234,7 @@ pub struct InlineSettings {
 }
 
 /// The ghost-text prompt window a model gets unless the settings say otherwise: lines before and after the
-/// cursor's line, and bytes of other files' chunks. Chosen by the evaluation (README, "prompt window by model"):
+/// cursor's line, and bytes of other files' chunks. Chosen by the evaluation (docs/eval.md, "Prompt window by model"):
 /// every span there starts on a cold prompt, and a model that costs more per prompt token is ready later. On 2
 /// cores Qwen2.5-Coder 0.5B evaluates ~180 prompt tokens a second against Gemma 3 270M's ~475; with 8 lines before,
 /// 2 after and no other files it had 22% / 10% of Rust / TypeScript keystrokes right (typed through) against 17% /
@@ -248,7 +248,7 @@ pub struct PromptWindow {
     /// `inline.minConfidence`: for Gemma 3 270M the lowest threshold that kept shown-wrong keystrokes at most 25%
     /// in both languages (0.25); for Qwen2.5-Coder 0.5B, with one-line answers mid-line and token healing, the one
     /// with the most right lines a second among those within that bound: 0.25 (12 / 2 lines: 7.3 / 5.7 right
-    /// lines/s, 13% / 4% shown wrong; 0.2: 6.9 / 5.2 and 17% / 5%; README, "one line mid-line, token healing").
+    /// lines/s, 13% / 4% shown wrong; 0.2: 6.9 / 5.2 and 17% / 5%; docs/eval.md, "One line mid-line, token healing").
     pub min_confidence: f32,
 }
 

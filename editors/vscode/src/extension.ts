@@ -115,7 +115,7 @@ export function sparkOptions(): SparkOptions {
     runTests: trusted && config.get<boolean>("verify.runTests", true),
   };
   const options: SparkOptions = { model, inline, nextEdit, verify };
-  // Passed through as the server reads them (see the README's configuration table).
+  // Passed through as the server reads them (see docs/configuration.md).
   const remote = config.get<Record<string, unknown>>("remote", {});
   if (remote && Object.keys(remote).length > 0) options.remote = remote;
   const context = config.get<Record<string, unknown>>("context", {});
