@@ -72,10 +72,15 @@ pub(crate) async fn finish_cut(
     notify: bool,
     mut cut: CutRequest,
 ) {
-    let Ok(completion) = engine.complete(cut.request.clone()).await else {
-        return;
+    let completion = match engine.complete(cut.request.clone()).await {
+        Ok(completion) => completion,
+        Err(error) => {
+            tracing::debug!(uri = %cut.uri, %error, "finishing a cut suggestion failed");
+            return;
+        }
     };
     if matches!(completion.stop, StopReason::Cancelled | StopReason::Superseded) {
+        tracing::debug!(uri = %cut.uri, stop = ?completion.stop, "finishing a cut suggestion was cancelled");
         return;
     }
     // Cached as the keystroke's own answer: the same request again (the client asking after the notification,

@@ -242,7 +242,15 @@ impl Workspace {
         if let Some(line) = edited_line {
             self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).touch(&uri.to_owned(), line);
         }
-        self.cancel_inflight(uri);
+        // A warm-up goes on: typing on the focused line only appends to its prompt (the typed part of the line
+        // goes last), so what it evaluates is what the next request needs. Clients that ask only after a pause
+        // (Neovim 0.12 waits 200 ms) would otherwise find the prompt as cold as when the user started typing.
+        self.inflight.remove_if(uri, |_, inflight| {
+            if !inflight.warm_up {
+                inflight.cancel.cancel();
+            }
+            !inflight.warm_up
+        });
         true
     }
 
@@ -484,6 +492,7 @@ impl Workspace {
     fn finish_in_background(&self, mut cut: CutRequest, settings: &Settings) {
         let cancel = self.engine.background_token();
         if !self.register_background(&cut.uri, &cancel) {
+            tracing::debug!(uri = %cut.uri, "a cut suggestion is not finished: other work runs for the document");
             return;
         }
         cut.request.background = true;
@@ -537,11 +546,15 @@ impl Workspace {
             inflight.warm_up
         });
         if !self.register_warm_up(uri, &cancel) {
+            tracing::debug!(uri, "focus: no warm-up, a request runs for the document");
             return;
         }
+        tracing::debug!(uri, line = position.line, "focus: warming the prompt at the cursor");
         let engine = self.engine.clone();
         self.background.keep(tokio::spawn(async move {
-            let _ = engine.complete(request).await;
+            if let Ok(done) = engine.complete(request).await {
+                tracing::debug!(stop = ?done.stop, n_decoded = done.stats.n_decoded, "focus warm-up");
+            }
         }));
     }
 

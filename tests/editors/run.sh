@@ -123,6 +123,19 @@ build_vsix() {
     >"$LOGS/vsix-build.log" 2>&1 || { tail -n 20 "$LOGS/vsix-build.log" >&2; return 1; }
 }
 
+# The held-out files the pause tests type into: the evaluation corpus (code nobody on Spark wrote), fetched by
+# spark-eval with cargo vendor and npm pack into target/eval/corpus/.
+PAUSE_RUST=$ROOT/target/eval/corpus/crates/glob-0.3.2/src/lib.rs
+PAUSE_TS=$ROOT/target/eval/corpus/npm/tanstack+virtual-core-3.19.11/src/index.ts
+fetch_corpus() {
+  [ -f "$PAUSE_RUST" ] && [ -f "$PAUSE_TS" ] && return 0
+  local eval_bin=$ROOT/target/release/spark-eval
+  [ -x "$eval_bin" ] || { log "no $eval_bin to fetch the corpus with (cargo build --release -p spark-tests)"; return 1; }
+  log "fetching the evaluation corpus (spark-eval --fetch-only)"
+  "$eval_bin" --fetch-only >/dev/null || return 1
+  [ -f "$PAUSE_RUST" ] && [ -f "$PAUSE_TS" ]
+}
+
 INSTALL_FAILED=()
 install_all() {
   install_apt || INSTALL_FAILED+=(apt)
@@ -131,6 +144,7 @@ install_all() {
   install_nvim011 || INSTALL_FAILED+=(nvim011)
   install_forky || INSTALL_FAILED+=(forky)
   build_vsix || INSTALL_FAILED+=(vsix)
+  fetch_corpus || INSTALL_FAILED+=(corpus)
   [ ${#INSTALL_FAILED[@]} -eq 0 ] || log "install steps that failed: ${INSTALL_FAILED[*]}"
 }
 
@@ -233,6 +247,15 @@ main() {
   run_test helix env HX="$HX" HELIX_RUNTIME="$HX_RUNTIME" bash "$HERE/helix/test.sh"
   run_test vscode env PATH="$NODE24_DIR/bin:$PATH" SPARK_VSIX="$VSIX" SPARK_NPM_TOOLS="$CACHE/npm/node_modules" \
     node "$HERE/vscode/test.cjs"
+
+  # Ghost text when the user pauses, with Spark's defaults, in held-out files (issue 33).
+  local nvim_pause=(-i NONE -u "$HERE/neovim/pause.lua")
+  run_test nvim-0.11-pause env SPARK_NVIM_EXPECT=0.11 SPARK_PAUSE_FILE="$PAUSE_RUST" "$NVIM011" --headless \
+    "${nvim_pause[@]}"
+  run_test nvim-0.12-pause env SPARK_NVIM_EXPECT=0.12 SPARK_NVIM_BUILTIN=1 SPARK_PAUSE_FILE="$PAUSE_TS" \
+    VIMRUNTIME="$NVIM012_RUNTIME" "$NVIM012" --headless "${nvim_pause[@]}"
+  run_test vscode-pause env PATH="$NODE24_DIR/bin:$PATH" SPARK_VSIX="$VSIX" SPARK_NPM_TOOLS="$CACHE/npm/node_modules" \
+    SPARK_PAUSE_FILE="$PAUSE_RUST" node "$HERE/vscode/pause.cjs"
 
   run_test nvim-0.7-next-edit env SPARK_NVIM_EXPECT=0.7 /usr/bin/nvim --headless "${nvim_next_edit[@]}"
   run_test nvim-0.11-next-edit env SPARK_NVIM_EXPECT=0.11 "$NVIM011" --headless "${nvim_next_edit[@]}"

@@ -136,14 +136,20 @@ fn burst_and_pause(client: &mut LspClient, doc: &mut Doc, at: usize, typed: &str
                     return Ok((Some((arrived - last_key).as_secs_f64() * 1000.0), asked_again));
                 }
             }
-            let ready = message["method"] == "spark/inlineCompletionReady"
-                && message["params"]["textDocument"]["uri"] == json!(doc.uri)
-                && message["params"]["textDocument"]["version"] == json!(doc.version)
-                && message["params"]["position"] == position;
-            if ready && open.is_none() {
-                open = Some(doc.ask(client, at)?);
-                asked_again = true;
-            }
+        }
+        // Notifications are kept by the client (`receive_until` returns responses only).
+        let (uri, version) = (json!(doc.uri), json!(doc.version));
+        let ready = !asked_again
+            && client
+                .wait_for("spark/inlineCompletionReady", Duration::from_millis(1), |message| {
+                    message["params"]["textDocument"]["uri"] == uri
+                        && message["params"]["textDocument"]["version"] == version
+                        && message["params"]["position"] == position
+                })
+                .is_ok();
+        if ready && open.is_none() {
+            open = Some(doc.ask(client, at)?);
+            asked_again = true;
         }
     }
     if let Some(id) = open {
