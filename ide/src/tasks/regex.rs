@@ -350,14 +350,19 @@ pub(super) async fn regex(
         }
     }
     let Some((pattern, origin)) = choose(&passed, decided.as_deref()) else {
+        // First: the last rejection stays the last candidate's own (what a client shows as the reason).
         if !passed.is_empty() {
-            rejections.push(format!(
-                "{} candidate(s) passed every check but no two written independently agree on every probe",
-                passed.len()
-            ));
+            rejections.insert(
+                0,
+                format!(
+                    "{} candidate(s) passed every check but no two written independently agree on every probe",
+                    passed.len()
+                ),
+            );
         }
         if !model_can_confirm && decided.is_none() {
-            rejections.push("no reading of the examples survived the checks for a model's answer to confirm".into());
+            rejections
+                .insert(0, "no reading of the examples survived the checks for a model's answer to confirm".into());
         }
         return Ok(sampled(&title, None, tried, rejections));
     };
