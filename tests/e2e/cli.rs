@@ -1,4 +1,4 @@
-//! `spark-lsp complete` and `doctor` on the real model: the same engine path as the server.
+//! `spark-lsp complete`, `regex` and `doctor` on the real model: the same engine path as the server.
 
 use std::process::Command;
 
@@ -75,4 +75,39 @@ fn doctor_explains_a_missing_model() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success());
     assert!(stdout.contains("/nonexistent/x.gguf does not exist"), "{stdout}");
+}
+
+/// A regex the examples decide alone (runs of digits whose lengths the description states): offered at once,
+/// from the examples, in the file's dialect. A pattern that spells out its examples is never what comes back.
+#[test]
+fn regex_from_examples_is_offered_in_the_files_dialect() {
+    let dir = spark_tests::scratch_dir("cli-regex");
+    let cases = [
+        (
+            "parts.rs",
+            "// regex: a part number: four digits a slash and two digits, matches 4821/07, 1190/55, not 482/07\n",
+        ),
+        (
+            "parts.ts",
+            "// regex: a part number: four digits a slash and two digits, matches 4821/07, 1190/55, not 482/07\n",
+        ),
+    ];
+    let _lock = spark_tests::model_lock();
+    for (name, text) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let output =
+            Command::new(server_binary()).arg("regex").arg(&file).args(["--at", "1:5", "--json"]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+        let diff = json["changes"][0]["diff"].as_str().unwrap_or_else(|| panic!("{name}: no change: {json}"));
+        let added: Vec<&str> = diff.lines().filter(|line| line.starts_with('+') && !line.starts_with("+++")).collect();
+        let expected = if name.ends_with(".rs") {
+            r#"+const PATTERN: &str = r"^[0-9]{4}/[0-9]{2}$";"#
+        } else {
+            r"+const re = /^[0-9]{4}\/[0-9]{2}$/;"
+        };
+        assert_eq!(added, [expected], "{name}: {json}");
+    }
 }

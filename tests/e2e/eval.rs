@@ -1,6 +1,6 @@
 //! The evaluation's self-test, without a model: the corpus is pinned, fetched and absent from Spark's sources,
 //! and every independent check scores a known-good answer right and a known-bad one wrong (a fix on a fetched
-//! crate and package, tests against a function and its mutants, regexes in Python and node, a ghost line, next
+//! crate and package, tests against a function and its mutants, regexes in the regex crate and node, a ghost line, next
 //! edits against a hand-made history). A small slice of the next-edit cases also runs through the real server, end
 //! to end. The scores themselves come from `make eval`, never from here.
 
@@ -113,7 +113,7 @@ fn no_corpus_text_occurs_in_the_server_or_engine() {
 }
 
 #[test]
-fn regex_specs_are_enough_held_back_and_scored_right_by_python_and_node() {
+fn regex_specs_are_enough_held_back_and_scored_right_by_the_regex_crate_and_node() {
     let specs = cases::regex_cases().unwrap();
     assert!(specs.len() >= 40, "{} specs", specs.len());
     for lang in [Lang::Rust, Lang::Ts] {

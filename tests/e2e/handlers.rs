@@ -65,7 +65,7 @@ fn a_panic_in_any_handler_is_answered_with_an_error_and_the_server_keeps_answeri
 }
 
 /// The remote "model" writes a pattern that backtracks catastrophically on a counterexample (`(a+)+$` against
-/// `aaa…ab` takes longer than the universe with a backtracking engine). The command is answered (nothing
+/// `aaa…a!` takes longer than the universe with a backtracking engine). The command is answered (nothing
 /// verified: too slow), and while it runs the server keeps reading input: `spark/status` is answered first.
 #[test]
 fn a_catastrophic_regex_is_bounded_and_the_server_keeps_answering() {
@@ -74,8 +74,9 @@ fn a_catastrophic_regex_is_bounded_and_the_server_keeps_answering() {
     initialize_with_resolve(&mut client, json!({"remote": {"url": remote.url, "regex": "remote"}}));
     client.wait_model_ready(Duration::from_secs(120)).unwrap();
     let uri = "file:///work/demo/src/runs.ts";
-    let negative = format!("{}b", "a".repeat(48));
-    let text = format!("// regex: a run of a, matches aaa, a, not {negative}\nexport const x = 1;\n");
+    // Two readings of the examples survive (`[a-z]{3}`, `[a-z]+`): the model is asked to confirm one.
+    let negative = format!("{}!", "a".repeat(48));
+    let text = format!("// regex: a word, matches aaa, bbb, not {negative}\nexport const x = 1;\n");
     open(&mut client, uri, "typescript", &text);
     let at = json!({"line": 0, "character": 5});
     let started = Instant::now();

@@ -89,9 +89,24 @@ async def main_session():
                 data = result.structured_content or {}
                 if result.is_error:
                     return False, text_of(result)
+                # Examples with `,` `;` and `"` are carried exactly (JSON arrays), not refused.
+                punctuated = await call(
+                    session,
+                    "generate_regex",
+                    {"description": "a quoted pair", "must_match": ['"a,b"', '"c;d"'], "must_not_match": ["a,b"],
+                     "dialect": "ecmascript"},
+                )
+                if punctuated.is_error:
+                    return False, "punctuated examples: " + text_of(punctuated)
+                punctuated_data = punctuated.structured_content or {}
+                if punctuated_data.get("verified") and not all(row["ok"] for row in punctuated_data["examples"]):
+                    return False, f"punctuated: {punctuated_data}"
                 if data.get("verified"):
                     rows = data["examples"]
-                    return len(rows) == 4 and all(row["ok"] for row in rows), f"pattern {data['pattern']}"
+                    pattern = data["pattern"]
+                    # Never the examples spelled out.
+                    spelled = "2024-01-31" in pattern.replace("\\", "")
+                    return len(rows) == 4 and all(row["ok"] for row in rows) and not spelled, f"pattern {pattern}"
                 # Nothing verified is a valid answer when it says so plainly: no pattern is offered.
                 return data.get("pattern") is None and "no verified regex" in data["summary"], data["summary"]
 

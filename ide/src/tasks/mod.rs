@@ -19,6 +19,7 @@ use crate::verify::Rejection;
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 mod fix;
 mod regex;
+mod regex_synth;
 pub mod suggested;
 mod tests;
 
@@ -27,7 +28,7 @@ use fix::*;
 pub use fix::{fix_node, narrow_rewrite, without_repeated_context};
 #[allow(unused_imports)]
 use regex::*;
-pub use regex::{parse_regex_spec, regex_comment_at, regex_statement, RegexSpec};
+pub use regex::{parse_regex_spec, quote_example, regex_comment_at, regex_statement, RegexSpec};
 #[allow(unused_imports)]
 use tests::*;
 pub use tests::{files_read, function_at, ts_export, ts_framework, ts_test_path, TsExport, TsFramework};
@@ -132,6 +133,8 @@ pub enum Origin {
     Compiler,
     /// A name of the file spelled like the one the compiler cannot find.
     SimilarName,
+    /// A regex synthesised from its examples' shape.
+    Examples,
 }
 
 impl Origin {
@@ -141,6 +144,7 @@ impl Origin {
             Origin::Grammar => "grammar",
             Origin::Compiler => "compiler",
             Origin::SimilarName => "similar name",
+            Origin::Examples => "examples",
         }
     }
 }
@@ -257,26 +261,7 @@ async fn sample_until<T: AsRef<FileChange>>(
         } else {
             Sampling { temperature: 0.3 + 0.2 * sample_idx as f32, seed: 17 + sample_idx as u32 }
         };
-        let request = CompletionRequest {
-            lane: TASK_LANE,
-            header: String::new(),
-            prefix: String::new(),
-            suffix: String::new(),
-            mode: StopMode::Free,
-            indent: String::new(),
-            max_tokens,
-            max_lines: usize::MAX,
-            deadline: Instant::now() + left,
-            cancel: cancel.clone(),
-            raw_prompt: true,
-            stop_strings: Vec::new(),
-            sampling,
-            background: false,
-            min_confidence: 0.0,
-            speculate: false,
-            heal: false,
-            resume: false,
-        };
+        let request = task_request(max_tokens, Instant::now() + left, cancel, sampling);
         let generated = generator.generate_task(task, request).await?;
         // An answer the budget cut is code cut off somewhere, not a candidate: said as such (a slow model's
         // refusals read "empty" when the time ran out before its first token).
@@ -312,6 +297,35 @@ async fn sample_until<T: AsRef<FileChange>>(
         seen.push(candidate);
     }
     Ok((None, budget.samples, rejections))
+}
+
+/// A task's request to the model: raw prompt, the task lane, interactive priority.
+fn task_request(
+    max_tokens: usize,
+    deadline: Instant,
+    cancel: &CancellationToken,
+    sampling: Sampling,
+) -> CompletionRequest {
+    CompletionRequest {
+        lane: TASK_LANE,
+        header: String::new(),
+        prefix: String::new(),
+        suffix: String::new(),
+        mode: StopMode::Free,
+        indent: String::new(),
+        max_tokens,
+        max_lines: usize::MAX,
+        deadline,
+        cancel: cancel.clone(),
+        raw_prompt: true,
+        stop_strings: Vec::new(),
+        sampling,
+        background: false,
+        min_confidence: 0.0,
+        speculate: false,
+        heal: false,
+        resume: false,
+    }
 }
 
 /// The code of a chat answer: its first fenced block, or the whole answer when it has none.
@@ -420,6 +434,10 @@ mod unit {
                 Some(("hex byte", vec!["ff", "0A"], vec!["g1"])),
             ),
             ("// regex for a semantic version", Some(("for a semantic version", vec![], vec![]))),
+            (
+                r#"// regex: a csv cell, matches "a, b", `c;d`, "say \"hi\"", not " padded ""#,
+                Some(("a csv cell", vec!["a, b", "c;d", "say \"hi\""], vec![" padded "])),
+            ),
             ("// just a comment", None),
         ];
         for (comment, expected) in cases {
@@ -431,6 +449,22 @@ mod unit {
             });
             assert_eq!(got, expected, "{comment}");
         }
+    }
+
+    /// Any example reads back from the comment exactly: bare when it can, else quoted.
+    #[test]
+    fn quoted_examples_read_back_exactly() {
+        let examples =
+            ["plain", "a, b", "semi;colon", "quote\"d", "  spaces ", "", "not a keyword", "back\\slash", "tick`"];
+        let comment = format!(
+            "// regex: anything, matches {}, not {}",
+            examples.iter().map(|example| quote_example(example)).collect::<Vec<_>>().join(", "),
+            quote_example("x,y")
+        );
+        let spec = parse_regex_spec(&comment).unwrap();
+        assert_eq!(spec.positives, examples, "{comment}");
+        assert_eq!(spec.negatives, ["x,y"]);
+        assert_eq!(quote_example("plain"), "plain");
     }
 
     #[test]

@@ -1,9 +1,14 @@
-//! Regex generation from a comment that describes the pattern and gives examples; a candidate is kept only when it compiles and matches (and refuses) every example.
+//! Regex generation from a comment that describes the pattern and gives examples. Candidates come from the
+//! examples themselves (`regex_synth`) and from a few short model samples; each must compile in the user's
+//! dialect, match (and refuse) every example, and generalise (`verify::regex`: not its examples spelled out,
+//! no certain near miss matched). One is offered only when the examples decide it alone or two candidates
+//! written independently agree on every probe Spark wrote.
 
+use super::regex_synth::synthesise;
 use super::*;
 use crate::exec_check::Gate;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
-use crate::verify::{check_regex, RegexFlavor, Rejection};
+use crate::verify::{check_generalises, check_regex, probes, Generalisation, RegexFlavor, Rejection};
 use spark_engine::EngineError;
 use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use std::ops::Range;
@@ -40,9 +45,9 @@ pub fn parse_regex_spec(comment: &str) -> Option<RegexSpec> {
         Negative,
     }
     let mut mode = Mode::Description;
-    for segment in text.split([',', ';']) {
-        let mut segment = segment.trim();
-        let lower = segment.to_lowercase();
+    for segment in split_segments(&text) {
+        let mut rest = segment.as_str().trim_start();
+        let lower = rest.to_lowercase();
         for (keyword, next) in [
             ("doesn't match ", Mode::Negative),
             ("does not match ", Mode::Negative),
@@ -55,19 +60,26 @@ pub fn parse_regex_spec(comment: &str) -> Option<RegexSpec> {
             ("accepts ", Mode::Positive),
         ] {
             if lower.starts_with(keyword) {
-                segment = segment[keyword.len()..].trim();
+                rest = rest[keyword.len()..].trim_start();
                 mode = next;
                 break;
             }
         }
-        let segment = segment.trim_matches(|ch| ch == '`' || ch == '"' || ch == '\'');
-        if segment.is_empty() {
-            continue;
-        }
+        // A quoted example is taken exactly as quoted: `"a, b"` or `` `a; b` `` (JSON escapes in double quotes).
+        let example = match quoted(rest) {
+            Some(example) => example,
+            None => {
+                let trimmed = rest.trim().trim_matches(|ch| ch == '`' || ch == '"' || ch == '\'');
+                if trimmed.is_empty() {
+                    continue;
+                }
+                trimmed.to_owned()
+            }
+        };
         match mode {
-            Mode::Description => description.push(segment.to_owned()),
-            Mode::Positive => positives.push(segment.to_owned()),
-            Mode::Negative => negatives.push(segment.to_owned()),
+            Mode::Description => description.push(example),
+            Mode::Positive => positives.push(example),
+            Mode::Negative => negatives.push(example),
         }
     }
     let mut description = description.join(", ");
@@ -78,6 +90,83 @@ pub fn parse_regex_spec(comment: &str) -> Option<RegexSpec> {
         }
     }
     Some(RegexSpec { description, positives, negatives })
+}
+
+/// The comment's text cut at `,` and `;` outside quotes (a `"…"` with JSON escapes, or a `` `…` ``).
+fn split_segments(text: &str) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut current = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            ',' | ';' => segments.push(std::mem::take(&mut current)),
+            '"' | '`' => {
+                // Up to the closing quote (a `\` escapes the next character in double quotes); a quote that
+                // never closes is a plain character.
+                let mut span = String::from(ch);
+                let mut closed = false;
+                let mut lookahead = chars.clone();
+                while let Some(next) = lookahead.next() {
+                    span.push(next);
+                    if ch == '"' && next == '\\' {
+                        if let Some(escaped) = lookahead.next() {
+                            span.push(escaped);
+                        }
+                    } else if next == ch {
+                        closed = true;
+                        break;
+                    }
+                }
+                if closed {
+                    chars = lookahead;
+                    current.push_str(&span);
+                } else {
+                    current.push(ch);
+                }
+            }
+            _ => current.push(ch),
+        }
+    }
+    segments.push(current);
+    segments
+}
+
+/// The example of a segment that is one quoted string and nothing else.
+fn quoted(segment: &str) -> Option<String> {
+    let segment = segment.trim_end();
+    if segment.len() >= 2 && segment.starts_with('`') && segment.ends_with('`') {
+        let inner = &segment[1..segment.len() - 1];
+        return (!inner.contains('`')).then(|| inner.to_owned());
+    }
+    if segment.starts_with('"') && segment.ends_with('"') && segment.len() >= 2 {
+        return serde_json::from_str::<String>(segment).ok();
+    }
+    None
+}
+
+/// An example as a comment carries it: bare when that reads back unchanged, else quoted as a JSON string.
+pub fn quote_example(example: &str) -> String {
+    let bare = !example.is_empty()
+        && example.trim() == example
+        && !example.contains([',', ';', '"', '`', '\'', '\n', '\r', '\\'])
+        && ![
+            "not ",
+            "matches ",
+            "match ",
+            "but not ",
+            "rejects ",
+            "accepts ",
+            "e.g. ",
+            "doesn't match ",
+            "does not match ",
+        ]
+        .iter()
+        .any(|keyword| example.to_lowercase().starts_with(keyword));
+    if bare {
+        example.to_owned()
+    } else {
+        serde_json::Value::from(example).to_string()
+    }
 }
 
 /// The comment at `at`, its byte range and its spec.
@@ -96,6 +185,45 @@ pub fn regex_comment_at(document: &TaskDocument, at: usize) -> Option<(Range<usi
     Some((comment, spec))
 }
 
+/// The model's share of a regex task: a pattern is a short answer, and the examples' own synthesis answers
+/// most cases in milliseconds, so the model gets a few seconds, not the task's whole budget.
+const MODEL_TIME: Duration = Duration::from_millis(2500);
+/// The most model samples a regex task draws.
+const MODEL_SAMPLES: usize = 8;
+/// A pattern is one short line.
+const MODEL_MAX_TOKENS: usize = 40;
+
+/// A candidate that passed every check, with how it treats the probes.
+struct Passed {
+    pattern: String,
+    origin: Origin,
+    generalisation: Generalisation,
+}
+
+/// The pattern to offer among those that passed every check, or `None`: a pattern is offered when the examples
+/// decide it alone (a synthesised pattern with nothing ambiguous), or when two candidates written
+/// independently (a synthesised one and a model's, or two different model samples) agree on every probe; the
+/// simplest (shortest) of the agreeing ones is offered. One unconfirmed candidate is not enough: a wrong regex
+/// that looks verified is worse than none.
+fn choose(passed: &[Passed], decided: Option<&str>) -> Option<(String, Origin)> {
+    if let Some(pattern) = decided {
+        return Some((pattern.to_owned(), Origin::Examples));
+    }
+    let mut best: Option<&Passed> = None;
+    for (idx, one) in passed.iter().enumerate() {
+        let agrees = passed.iter().enumerate().any(|(other_idx, other)| {
+            other_idx != idx
+                && other.pattern != one.pattern
+                && !(other.origin == Origin::Examples && one.origin == Origin::Examples)
+                && other.generalisation.signature == one.generalisation.signature
+        });
+        if agrees && best.is_none_or(|best| one.pattern.len() < best.pattern.len()) {
+            best = Some(one);
+        }
+    }
+    best.map(|one| (one.pattern.clone(), one.origin))
+}
+
 pub(super) async fn regex(
     generator: &Generator<'_>,
     document: &TaskDocument,
@@ -104,10 +232,158 @@ pub(super) async fn regex(
     exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let started = Instant::now();
     let Some((comment, spec)) = regex_comment_at(document, target.range.start) else {
         return Ok(nothing("Spark: no pattern description under the cursor"));
     };
     let title = "Spark: generate regex".to_owned();
+    let flavor = match document.lang {
+        Lang::Rust => RegexFlavor::Rust,
+        Lang::TypeScript | Lang::Tsx => RegexFlavor::EcmaScript,
+    };
+    let line_end = document.text[comment.end..].find('\n').map(|idx| comment.end + idx).unwrap_or(document.text.len());
+    let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
+    let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
+    let in_body = inside_function_body(document, comment.start);
+    let change_for = |pattern: &str| -> Result<FileChange, Rejection> {
+        let statement = regex_statement(document.lang, pattern, in_body);
+        let change = FileChange {
+            path: None,
+            create: false,
+            old_text: document.text.clone(),
+            replace: line_end..line_end,
+            insert: format!("\n{indent}{statement}"),
+        };
+        let before = crate::parse::text(document.lang, &document.text).map(|tree| count_all(&tree)).unwrap_or(0);
+        let after =
+            crate::parse::text(document.lang, &change.new_text()).map(|tree| count_all(&tree)).unwrap_or(usize::MAX);
+        if after > before {
+            return Err(Rejection::SyntaxErrors { in_edit: after - before, total_before: before, total_after: after });
+        }
+        Ok(change)
+    };
+    let probes = probes(&spec.description, &spec.positives, &spec.negatives);
+    let judge = |pattern: &str| -> Result<Generalisation, Rejection> {
+        if !pattern.starts_with('^') || !pattern.ends_with('$') || pattern.ends_with("\\$") {
+            return Err(Rejection::RegexUnanchored);
+        }
+        check_regex(flavor, pattern, &spec.positives, &spec.negatives)?;
+        let generalisation = check_generalises(flavor, pattern, &spec.description, &spec.positives, &probes)?;
+        change_for(pattern)?;
+        Ok(generalisation)
+    };
+    let mut rejections: Vec<String> = Vec::new();
+    let mut passed: Vec<Passed> = Vec::new();
+    let mut decided: Option<String> = None;
+    // What needs no model first: the examples' own shape (the strong tier skips it: the fast one tried it).
+    match synthesise(&spec.description, &spec.positives) {
+        Ok(candidates) => {
+            let mut survivors = Vec::new();
+            for candidate in candidates {
+                match judge(&candidate.pattern) {
+                    Ok(generalisation) => {
+                        survivors.push(candidate.clone());
+                        passed.push(Passed { pattern: candidate.pattern, origin: Origin::Examples, generalisation });
+                    }
+                    Err(rejection) => {
+                        rejections.push(format!("from the examples, /{}/ {rejection}", candidate.pattern))
+                    }
+                }
+            }
+            // Decided: nothing ambiguous in the shape, or the user's examples and the certain probes refused
+            // every reading of it but one.
+            if let [only] = survivors.as_slice() {
+                if !budget.model_only && !only.guesses_kinds {
+                    decided = Some(only.pattern.clone());
+                }
+            }
+        }
+        Err(why) => rejections.push(format!("no pattern from the examples: {why}")),
+    }
+    let mut tried = 0;
+    // The model's sample is offered only with a second, independent candidate that agrees with it: a reading
+    // of the examples that survived the checks, or (on the strong tier, with its own budget) another sample.
+    // With neither, the fast model's few seconds would be spent on a candidate that cannot be offered: the
+    // default model writes about one short answer in `MODEL_TIME` on two cores.
+    let model_can_confirm = !passed.is_empty() || budget.model_only;
+    if decided.is_none() && model_can_confirm {
+        let task = regex_prompt(document.lang, flavor, &spec);
+        let time = budget.time.min(MODEL_TIME);
+        let mut seen: Vec<String> = Vec::new();
+        for sample_idx in 0..MODEL_SAMPLES {
+            let left = time.saturating_sub(started.elapsed());
+            if left.is_zero() || cancel.is_cancelled() || choose(&passed, None).is_some() {
+                break;
+            }
+            let sampling = if sample_idx == 0 {
+                Sampling::default()
+            } else {
+                Sampling { temperature: 0.5 + 0.1 * sample_idx as f32, seed: 17 + sample_idx as u32 }
+            };
+            let request = task_request(MODEL_MAX_TOKENS, Instant::now() + left, cancel, sampling);
+            let generated = generator.generate_task(&task, request).await?;
+            tried += 1;
+            if generated.completion.stop == StopReason::Deadline {
+                rejections.push(format!(
+                    "cut by the time budget after {} generated tokens",
+                    generated.completion.stats.n_generated
+                ));
+                break;
+            }
+            let text = match generated.style {
+                PromptStyle::FewShot => generated.completion.text.clone(),
+                PromptStyle::ChatPrefilled => strip_code_fences(&generated.completion.text),
+                PromptStyle::Chat => first_code_block(&generated.completion.text),
+            };
+            let pattern = pattern_of_answer(&text, generated.style);
+            if seen.contains(&pattern) {
+                continue;
+            }
+            seen.push(pattern.clone());
+            match judge(&pattern) {
+                Ok(generalisation) => passed.push(Passed { pattern, origin: Origin::Model, generalisation }),
+                Err(rejection) => {
+                    tracing::debug!(sample = sample_idx, %rejection, "regex candidate refused");
+                    rejections.push(format!("/{pattern}/ {rejection}"));
+                }
+            }
+        }
+    }
+    let Some((pattern, origin)) = choose(&passed, decided.as_deref()) else {
+        // First: the last rejection stays the last candidate's own (what a client shows as the reason).
+        if !passed.is_empty() {
+            rejections.insert(
+                0,
+                format!(
+                    "{} candidate(s) passed every check but no two written independently agree on every probe",
+                    passed.len()
+                ),
+            );
+        }
+        if !model_can_confirm && decided.is_none() {
+            rejections
+                .insert(0, "no reading of the examples survived the checks for a model's answer to confirm".into());
+        }
+        return Ok(sampled(&title, None, tried, rejections));
+    };
+    let change = match change_for(&pattern) {
+        Ok(change) => change,
+        Err(rejection) => {
+            rejections.push(rejection.to_string());
+            return Ok(sampled(&title, None, tried, rejections));
+        }
+    };
+    if let Err(refusal) = exec.check(&change, cancel).await {
+        rejections.push(refusal);
+        return Ok(sampled(&title, None, tried, rejections));
+    }
+    Ok(TaskOutcome { origin, ..sampled(&title, Some(change), tried, rejections) })
+}
+
+/// The prompt: the description and examples, a short answer (one anchored pattern) asked for in the user's
+/// dialect. Few-shot examples for base models are none of any evaluation's specs.
+fn regex_prompt(lang: Lang, flavor: RegexFlavor, spec: &RegexSpec) -> TaskPrompt {
+    let _ = lang;
     let describe = |spec: &RegexSpec| {
         let mut line = spec.description.clone();
         if !spec.positives.is_empty() {
@@ -117,10 +393,6 @@ pub(super) async fn regex(
             line.push_str(&format!(", not {}", spec.negatives.join(", ")));
         }
         line
-    };
-    let flavor = match document.lang {
-        Lang::Rust => RegexFlavor::Rust,
-        Lang::TypeScript | Lang::Tsx => RegexFlavor::EcmaScript,
     };
     let dialect = match flavor {
         RegexFlavor::Rust => "Rust `regex` crate",
@@ -138,8 +410,11 @@ pub(super) async fn regex(
     if !spec.negatives.is_empty() {
         instruction.push_str(&format!("\nIt must not match any of: {}.", quoted(&spec.negatives)));
     }
-    instruction.push_str("\nCover the whole kind of string described, not only these examples.");
-    let task = TaskPrompt {
+    instruction.push_str(
+        "\nCover the whole kind of string described, not only these examples: use character classes and \
+         repetitions, never the examples themselves.",
+    );
+    TaskPrompt {
         system: "You write regular expressions. Answer with the pattern only, on one line in a code block, nothing \
                  else."
             .to_owned(),
@@ -150,50 +425,30 @@ pub(super) async fn regex(
              Description: a hex color, matches #fff, #a1b2c3, not #ggg\nRegex: ^#([0-9a-fA-F]{{3}}|[0-9a-fA-F]{{6}})$\n\n\
              Description: a lowercase word, matches hello, not Hello\nRegex: ^[a-z]+$\n\n\
              Description: {}\nRegex: ^",
-            describe(&spec)
+            describe(spec)
         ),
         few_shot_stops: vec!["\n".to_owned()],
         chat_prefill: "```\n^".to_owned(),
         chat_stops: vec!["\n".to_owned(), "```".to_owned()],
-    };
-    let line_end = document.text[comment.end..].find('\n').map(|idx| comment.end + idx).unwrap_or(document.text.len());
-    let line_start = document.text[..comment.start].rfind('\n').map(|idx| idx + 1).unwrap_or(0);
-    let indent: String = document.text[line_start..].chars().take_while(|ch| *ch == ' ' || *ch == '\t').collect();
-    let in_body = inside_function_body(document, comment.start);
-    let (found, tried, rejections) = sample_until(generator, &task, 64, budget, exec, cancel, |generated, style| {
-        let generated = generated.trim();
-        let pattern = match style {
-            // The prompt ends with `^`: the answer goes on after it.
-            PromptStyle::FewShot | PromptStyle::ChatPrefilled => format!("^{generated}"),
-            PromptStyle::Chat => {
-                let line = generated.lines().next().unwrap_or("").trim().trim_matches('`');
-                let line = line.strip_prefix('/').and_then(|line| line.strip_suffix('/')).unwrap_or(line);
-                if line.starts_with('^') {
-                    line.to_owned()
-                } else {
-                    format!("^{line}")
-                }
+    }
+}
+
+/// The pattern of a model's answer, as prompted.
+fn pattern_of_answer(generated: &str, style: PromptStyle) -> String {
+    let generated = generated.trim();
+    match style {
+        // The prompt ends with `^`: the answer goes on after it.
+        PromptStyle::FewShot | PromptStyle::ChatPrefilled => format!("^{generated}"),
+        PromptStyle::Chat => {
+            let line = generated.lines().next().unwrap_or("").trim().trim_matches('`');
+            let line = line.strip_prefix('/').and_then(|line| line.strip_suffix('/')).unwrap_or(line);
+            if line.starts_with('^') {
+                line.to_owned()
+            } else {
+                format!("^{line}")
             }
-        };
-        check_regex(flavor, &pattern, &spec.positives, &spec.negatives)?;
-        let statement = regex_statement(document.lang, &pattern, in_body);
-        let change = FileChange {
-            path: None,
-            create: false,
-            old_text: document.text.clone(),
-            replace: line_end..line_end,
-            insert: format!("\n{indent}{statement}"),
-        };
-        let before = crate::parse::text(document.lang, &document.text).map(|tree| count_all(&tree)).unwrap_or(0);
-        let after =
-            crate::parse::text(document.lang, &change.new_text()).map(|tree| count_all(&tree)).unwrap_or(usize::MAX);
-        if after > before {
-            return Err(Rejection::SyntaxErrors { in_edit: after - before, total_before: before, total_after: after });
         }
-        Ok(change)
-    })
-    .await?;
-    Ok(sampled(&title, found, tried, rejections))
+    }
 }
 
 pub(super) fn count_all(tree: &Tree) -> usize {
@@ -237,4 +492,55 @@ pub(super) fn escape_slashes(pattern: &str) -> String {
         out.push(ch);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row of a test table.
+    type Case<'a> = (Vec<Passed>, Option<&'a str>, Option<(&'a str, Origin)>);
+
+    fn passed(pattern: &str, origin: Origin, signature: &[bool]) -> Passed {
+        let generalisation = Generalisation {
+            variants_matched: 0,
+            variants: 0,
+            misses_refused: 0,
+            misses: 0,
+            signature: signature.to_vec(),
+        };
+        Passed { pattern: pattern.to_owned(), origin, generalisation }
+    }
+
+    /// What is offered among candidates that passed every check: a decided synthesis, else the shortest of two
+    /// independent candidates that agree on every probe, else nothing.
+    #[test]
+    fn choice_table() {
+        let (model, examples) = (Origin::Model, Origin::Examples);
+        let cases: [Case; 6] = [
+            (vec![], Some("^a$"), Some(("^a$", examples))),
+            (vec![passed("^x+$", model, &[true, false])], None, None),
+            (
+                vec![passed("^[0-9]{2}$", examples, &[true, false]), passed("^[0-9][0-9]$", model, &[true, false])],
+                None,
+                Some(("^[0-9]{2}$", examples)),
+            ),
+            (
+                vec![passed("^[0-9]{2}$", examples, &[true, false]), passed("^[0-9]+$", model, &[true, true])],
+                None,
+                None,
+            ),
+            // Two readings of the examples' shape are not independent of each other.
+            (vec![passed("^[0-9]{2}$", examples, &[true]), passed("^[0-9]+$", examples, &[true])], None, None),
+            (
+                vec![passed("^[a-z]+x?$", model, &[false]), passed("^[a-z]+$", model, &[false])],
+                None,
+                Some(("^[a-z]+$", model)),
+            ),
+        ];
+        for (candidates, decided, expected) in cases {
+            let got = choose(&candidates, decided);
+            assert_eq!(got.as_ref().map(|(pattern, origin)| (pattern.as_str(), *origin)), expected);
+        }
+    }
 }

@@ -1,18 +1,10 @@
 //! Verification of task edits before they are offered, pure functions over text and trees. An edit that fails
 //! any check is never shown; the caller tries another sample or says plainly that nothing verified.
 
-use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
 use spark_grammars::{syntax_errors, tree_sitter::Tree, Lang};
+use std::ops::Range;
 
-/// How long one candidate regex may take to match all its examples. ECMAScript patterns run on `regress`, a
-/// backtracking engine: a model-written `(a+)+$` against `aaa…ab` would never finish.
-pub const REGEX_MATCH_LIMIT: Duration = Duration::from_millis(500);
-/// The argument that makes the `spark-lsp` binary a regex worker (see [`regex_worker_main`]).
-pub const REGEX_WORKER_ARG: &str = "__regex-worker";
+use super::regex::REGEX_MATCH_LIMIT;
 
 /// Why a candidate edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +49,15 @@ pub enum Rejection {
     RegexMatchesCounterexample(String),
     /// Matching the examples took longer than [`REGEX_MATCH_LIMIT`] (catastrophic backtracking).
     RegexTooSlow,
+    /// The pattern is not anchored at both ends: the offered code searches with it, so it would find a match
+    /// inside a longer string.
+    RegexUnanchored,
+    /// The pattern holds one of its examples literally: it spells out what it was shown.
+    RegexSpellsOutExample(String),
+    /// The pattern matches its examples and nothing like them (an alternation of the examples).
+    RegexOnlyItsExamples,
+    /// The pattern matches a near miss Spark wrote from the examples that is certainly not of the kind described.
+    RegexMatchesProbe(String),
     /// Generated tests without an assertion that calls the function under test.
     NoAssertion,
     /// Generated tests call a function that the test file neither defines nor imports (often the prompt's
@@ -99,6 +100,10 @@ impl std::fmt::Display for Rejection {
             Rejection::RegexInvalid(error) => write!(f, "does not compile: {error}"),
             Rejection::RegexMissesExample(example) => write!(f, "does not match {example:?}"),
             Rejection::RegexMatchesCounterexample(example) => write!(f, "matches {example:?}"),
+            Rejection::RegexUnanchored => write!(f, "is not anchored with ^ and $"),
+            Rejection::RegexSpellsOutExample(example) => write!(f, "spells out its example {example:?}"),
+            Rejection::RegexOnlyItsExamples => write!(f, "matches its examples and nothing like them"),
+            Rejection::RegexMatchesProbe(probe) => write!(f, "matches the near miss {probe:?}"),
             Rejection::RegexTooSlow => {
                 write!(f, "too slow: matching the examples took over {} ms", REGEX_MATCH_LIMIT.as_millis())
             }
@@ -443,156 +448,6 @@ fn squash(text: &str) -> String {
     text.chars().filter(|ch| !ch.is_whitespace()).collect()
 }
 
-/// The regex dialect a pattern is checked in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RegexFlavor {
-    /// The `regex` crate's syntax, for Rust.
-    Rust,
-    /// ECMAScript, for TypeScript and JavaScript (checked with the `regress` engine).
-    EcmaScript,
-}
-
-/// The pattern compiles in its flavor, matches every positive example whole and no negative one, and does so
-/// within [`REGEX_MATCH_LIMIT`].
-pub fn check_regex(
-    flavor: RegexFlavor,
-    pattern: &str,
-    positives: &[String],
-    negatives: &[String],
-) -> Result<(), Rejection> {
-    if pattern.trim().is_empty() {
-        return Err(Rejection::Empty);
-    }
-    let whole = format!("^(?:{pattern})$");
-    let examples: Vec<String> = positives.iter().chain(negatives).cloned().collect();
-    let matched = match flavor {
-        RegexFlavor::Rust => {
-            regex::Regex::new(pattern).map_err(|error| Rejection::RegexInvalid(first_line(&error.to_string())))?;
-            let compiled =
-                regex::Regex::new(&whole).map_err(|error| Rejection::RegexInvalid(first_line(&error.to_string())))?;
-            // The `regex` crate matches in time linear in the input: no limit needed.
-            examples.iter().map(|example| compiled.is_match(example)).collect()
-        }
-        RegexFlavor::EcmaScript => {
-            regress::Regex::new(pattern).map_err(|error| Rejection::RegexInvalid(error.to_string()))?;
-            regress::Regex::new(&whole).map_err(|error| Rejection::RegexInvalid(error.to_string()))?;
-            ecmascript_matches_bounded(&whole, &examples)?
-        }
-    };
-    let (positive_matched, negative_matched) = matched.split_at(positives.len());
-    if let Some((missed, _)) = positives.iter().zip(positive_matched).find(|(_, matched)| !**matched) {
-        return Err(Rejection::RegexMissesExample(missed.clone()));
-    }
-    if let Some((hit, _)) = negatives.iter().zip(negative_matched).find(|(_, matched)| **matched) {
-        return Err(Rejection::RegexMatchesCounterexample(hit.clone()));
-    }
-    Ok(())
-}
-
-static REGEX_WORKER: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes ECMAScript matching run in a child process (`exe __regex-worker`) that is killed at the time limit: a
-/// backtracking match cannot be stopped from inside. The `spark-lsp` binary registers itself at start; without
-/// a worker (unit tests of this crate) the match runs on a thread that is abandoned at the limit.
-pub fn use_regex_worker(exe: PathBuf) {
-    let _ = REGEX_WORKER.set(exe);
-}
-
-/// Whether `pattern` (already anchored) matches each example, or `RegexTooSlow` past the limit.
-fn ecmascript_matches_bounded(pattern: &str, examples: &[String]) -> Result<Vec<bool>, Rejection> {
-    if let Some(exe) = REGEX_WORKER.get() {
-        match matches_in_worker(exe, pattern, examples) {
-            Ok(matched) => return matched,
-            Err(error) => tracing::warn!(%error, "regex worker failed; matching on a thread"),
-        }
-    }
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let (pattern, examples) = (pattern.to_owned(), examples.to_vec());
-    std::thread::Builder::new()
-        .name("spark-regex".into())
-        .spawn(move || {
-            let _ = sender.send(ecmascript_matches(&pattern, &examples));
-        })
-        .map_err(|_| Rejection::RegexTooSlow)?;
-    match receiver.recv_timeout(REGEX_MATCH_LIMIT) {
-        Ok(matched) => matched.ok_or_else(|| Rejection::RegexInvalid("does not compile".into())),
-        Err(_) => {
-            tracing::warn!("regex match past its time limit; its thread is abandoned");
-            Err(Rejection::RegexTooSlow)
-        }
-    }
-}
-
-fn ecmascript_matches(pattern: &str, examples: &[String]) -> Option<Vec<bool>> {
-    let compiled = regress::Regex::new(pattern).ok()?;
-    Some(examples.iter().map(|example| compiled.find(example).is_some()).collect())
-}
-
-/// Runs the match in a worker process, killed at the limit. `Err` when the worker could not run at all.
-fn matches_in_worker(
-    exe: &std::path::Path,
-    pattern: &str,
-    examples: &[String],
-) -> std::io::Result<Result<Vec<bool>, Rejection>> {
-    use std::io::{Read, Write};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(exe)
-        .arg(REGEX_WORKER_ARG)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let input = serde_json::json!({"pattern": pattern, "examples": examples}).to_string();
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(input.as_bytes())?;
-    }
-    let deadline = Instant::now() + REGEX_MATCH_LIMIT;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            let mut output = String::new();
-            if let Some(mut stdout) = child.stdout.take() {
-                stdout.read_to_string(&mut output)?;
-            }
-            let matched: Option<Vec<bool>> = serde_json::from_str(&output).ok();
-            return match matched {
-                Some(matched) if status.success() && matched.len() == examples.len() => Ok(Ok(matched)),
-                _ => Err(std::io::Error::other(format!("regex worker: {status}, output {output:?}"))),
-            };
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Err(Rejection::RegexTooSlow));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// The worker's side: reads `{"pattern", "examples"}` from stdin, prints whether each example matches (a JSON
-/// array of booleans). The exit code is non-zero on bad input.
-pub fn regex_worker_main() -> std::process::ExitCode {
-    use std::io::Read;
-    let mut input = String::new();
-    if std::io::stdin().read_to_string(&mut input).is_err() {
-        return std::process::ExitCode::FAILURE;
-    }
-    let Ok(request) = serde_json::from_str::<serde_json::Value>(&input) else {
-        return std::process::ExitCode::FAILURE;
-    };
-    let pattern = request["pattern"].as_str().unwrap_or_default();
-    let examples: Vec<String> = request["examples"]
-        .as_array()
-        .map(|examples| examples.iter().filter_map(|example| example.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
-    match ecmascript_matches(pattern, &examples) {
-        Some(matched) => {
-            println!("{}", serde_json::Value::from(matched));
-            std::process::ExitCode::SUCCESS
-        }
-        None => std::process::ExitCode::FAILURE,
-    }
-}
-
 /// The number of arguments of every call `name(…)` in `code` (not method calls `x.name(…)`): top-level
 /// commas counted with brackets and string literals skipped.
 pub fn call_arities(code: &str, name: &str) -> Vec<usize> {
@@ -643,7 +498,7 @@ pub fn call_arities(code: &str, name: &str) -> Vec<usize> {
     found
 }
 
-fn first_line(text: &str) -> String {
+pub(super) fn first_line(text: &str) -> String {
     text.lines().map(str::trim).rfind(|line| !line.is_empty()).unwrap_or("").to_owned()
 }
 
@@ -1207,28 +1062,6 @@ mod tests {
     }
 
     #[test]
-    fn regex_table() {
-        let owned = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
-        let positives = owned(&["2024-01-31", "1999-12-01"]);
-        let negatives = owned(&["2024-1-31", "x2024-01-31"]);
-        for flavor in [RegexFlavor::Rust, RegexFlavor::EcmaScript] {
-            assert_eq!(check_regex(flavor, r"\d{4}-\d{2}-\d{2}", &positives, &negatives), Ok(()));
-            assert_eq!(
-                check_regex(flavor, r"\d{4}-\d{1,2}-\d{2}", &positives, &negatives),
-                Err(Rejection::RegexMatchesCounterexample("2024-1-31".into()))
-            );
-            assert_eq!(
-                check_regex(flavor, r"\d{4}", &positives, &negatives),
-                Err(Rejection::RegexMissesExample("2024-01-31".into()))
-            );
-            assert!(matches!(check_regex(flavor, r"(\d{4}", &positives, &negatives), Err(Rejection::RegexInvalid(_))));
-        }
-        // Look-behind is ECMAScript, not the regex crate.
-        assert!(check_regex(RegexFlavor::EcmaScript, r"(?<=a)b", &[], &[]).is_ok());
-        assert!(matches!(check_regex(RegexFlavor::Rust, r"(?<=a)b", &[], &[]), Err(Rejection::RegexInvalid(_))));
-    }
-
-    #[test]
     fn tests_table() {
         let old = "fn add(a: i32, b: i32) -> i32 { a + b }\n";
         let good = "#[test]\nfn add_works() {\n    assert_eq!(add(1, 2), 3);\n}\n";
@@ -1260,24 +1093,5 @@ mod tests {
     fn stale_versions_are_refused() {
         assert_eq!(check_version(3, 3), Ok(()));
         assert_eq!(check_version(3, 4), Err(Rejection::Stale { computed_for: 3, current: 4 }));
-    }
-
-    /// `(a+)+$` backtracks exponentially on `aaa…ab` in an ECMAScript (backtracking) engine: the check is refused
-    /// at its time limit instead of holding the task (here on the thread fallback; the binary uses a worker
-    /// process, tested end to end in tests/e2e/handlers.rs).
-    #[test]
-    fn a_catastrophic_ecmascript_pattern_is_refused_at_the_time_limit() {
-        let negatives = vec![format!("{}b", "a".repeat(30))];
-        let positives = vec!["aaa".to_owned()];
-        assert_eq!(
-            check_regex(RegexFlavor::EcmaScript, "(a+)+$", &positives, &negatives),
-            Err(Rejection::RegexTooSlow)
-        );
-        // The same pattern in Rust's dialect is matched in linear time: a verdict, not a time-out.
-        assert_eq!(
-            check_regex(RegexFlavor::Rust, "(a+)+$", &positives, &negatives),
-            Ok(()),
-            "no negative matches: the pattern is anchored and the counterexample ends in b"
-        );
     }
 }

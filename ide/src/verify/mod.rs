@@ -1,11 +1,13 @@
 //! Verification in one place: every check an edit passes before anyone sees it. `insertion` judges ghost text
 //! (inserted at the cursor it adds no syntax error to the lines it touches); `edit` judges task edits (the
-//! rewrite parses, stays inside its node, tests have the shape of tests, a regex compiles and matches its
-//! examples, the edit applies to the version it was made for). Every parse goes through [`crate::parse`],
-//! with its one time limit.
+//! rewrite parses, stays inside its node, tests have the shape of tests, the edit applies to the version it was
+//! made for); `regex` judges patterns (they compile, match their examples and generalise beyond them). Every
+//! parse goes through [`crate::parse`], with its one time limit.
 
 pub mod edit;
 mod insertion;
+pub mod regex;
 
 pub use edit::*;
 pub use insertion::check_insertion;
+pub use regex::*;

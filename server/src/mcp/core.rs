@@ -432,24 +432,20 @@ impl Core {
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<RegexAnswer, CoreError> {
-        // The task reads its spec from a comment (the editor's form), where `,` and `;` separate examples.
-        for example in must_match.iter().chain(must_not_match) {
-            if example.contains([',', ';', '\n', '\r']) || example.trim() != example || example.is_empty() {
-                return Err(CoreError::BadInput(format!(
-                    "example {example:?}: examples may not be empty, contain `,` `;` or line breaks, or start or \
-                     end with spaces (FIXME: the task reads its examples from a comment)"
-                )));
-            }
-        }
+        // The task reads its spec from a comment (the editor's form): an example that would not read back bare
+        // (a `,` `;` quote, line break, edge space or keyword) is carried as a JSON string, which the comment
+        // parser takes exactly.
         if description.contains(['\n', '\r']) || description.trim().is_empty() {
             return Err(CoreError::BadInput("the description must be one non-empty line".into()));
         }
-        let mut comment = format!("// regex: {}", description.replace([',', ';'], " "));
+        let quote =
+            |examples: &[String]| examples.iter().map(|example| tasks::quote_example(example)).collect::<Vec<_>>();
+        let mut comment = format!("// regex: {}", description.replace([',', ';', '"', '`'], " "));
         if !must_match.is_empty() {
-            comment.push_str(&format!(", matches {}", must_match.join(", ")));
+            comment.push_str(&format!(", matches {}", quote(must_match).join(", ")));
         }
         if !must_not_match.is_empty() {
-            comment.push_str(&format!(", not {}", must_not_match.join(", ")));
+            comment.push_str(&format!(", not {}", quote(must_not_match).join(", ")));
         }
         let lang = match dialect {
             Dialect::Rust => Lang::Rust,
@@ -462,8 +458,8 @@ impl Core {
             .is_some_and(|spec| spec.positives.as_slice() == must_match && spec.negatives.as_slice() == must_not_match);
         if !spec_matches {
             return Err(CoreError::BadInput(
-                "the examples could not be carried to the task unchanged (an example that starts with `not `, \
-                 `matches ` or similar reads as a keyword)"
+                "the description and examples could not be carried to the task unchanged (a description that \
+                 starts with `not ` or `matches ` reads as a keyword)"
                     .into(),
             ));
         }

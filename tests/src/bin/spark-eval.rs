@@ -94,8 +94,12 @@ fn main() -> Result<()> {
     }
     let started = std::time::Instant::now();
     let mut log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
-    // The corpus (and its compiler-checked cases) only when a task needs it: `--tasks next-edit` alone does not.
-    let (packages, cases) = if tasks.iter().any(|task| task != "next-edit") {
+    // The corpus (and its compiler-checked cases) only when a task needs it: `--tasks next-edit` alone does not,
+    // nor does `--tasks regex` (its specs are `tests/eval/regex.toml`, judged by the regex crate and node).
+    let (packages, cases) = if tasks.iter().all(|task| task == "next-edit" || task == "regex") {
+        let cases = cases::Cases { regex: cases::regex_cases()?, ..Default::default() };
+        (Vec::new(), cases)
+    } else if tasks.iter().any(|task| task != "next-edit") {
         let packages = corpus::prepare()?;
         // The servers run with the eval's TypeScript compiler on PATH, as a real package has its own in
         // node_modules/.bin (the corpus packages are unpacked without their dependencies): Spark's execution checks

@@ -1,7 +1,8 @@
 //! The independent checks. Nothing here asks Spark: a scratch copy of each crate or package is type-checked by
 //! the real compiler (`cargo check`, `tsc --noEmit`), generated tests are compiled and run by `cargo test` /
-//! `tsc` + `node --test` against the original function and its mutants, and patterns are matched by Python's
-//! `re` (the rust dialect) or node's `RegExp` (TypeScript).
+//! `tsc` + `node --test` against the original function and its mutants, and patterns are matched by the `regex`
+//! crate itself (the rust dialect: the engine the offered `regex::Regex::new` runs) or node's `RegExp`
+//! (TypeScript).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -364,53 +365,77 @@ pub fn tests_are_correct(
     Ok(Err("pass against every mutant: they assert nothing the function does".into()))
 }
 
-/// The verdict on a pattern: an independent engine finds it in every held-back positive and in no held-back
-/// negative (search semantics, as the offered code uses it).
+/// The verdict on a pattern: the engine the offered code runs finds it in every held-back positive and in no
+/// held-back negative (search semantics, as the offered code uses it). Rust patterns are judged by the `regex`
+/// crate in this process (its own `Regex::new` and `is_match`, nothing of Spark's), TypeScript ones by node's
+/// `RegExp` in a child process.
 pub fn regex_is_correct(
     lang: Lang,
     pattern: &str,
     positives: &[String],
     negatives: &[String],
 ) -> Result<Result<(), String>> {
-    let input = json!({"pattern": pattern, "positives": positives, "negatives": negatives}).to_string();
-    let (program, script): (&str, &str) = match lang {
-        Lang::Rust => (
-            "python3",
-            "import json, re, sys\nq = json.load(sys.stdin)\ntry:\n    r = re.compile(q['pattern'])\nexcept re.error as e:\n    print(json.dumps({'error': str(e)})); sys.exit(0)\nprint(json.dumps({'missed': [s for s in q['positives'] if not r.search(s)], 'matched': [s for s in q['negatives'] if r.search(s)]}))\n",
-        ),
-        Lang::Ts => (
-            "node",
-            "const q = JSON.parse(require('fs').readFileSync(0, 'utf8'));\nlet r;\ntry { r = new RegExp(q.pattern); } catch (e) { console.log(JSON.stringify({error: String(e)})); process.exit(0); }\nconsole.log(JSON.stringify({missed: q.positives.filter(s => !r.test(s)), matched: q.negatives.filter(s => r.test(s))}));\n",
-        ),
+    let (missed, matched): (Vec<String>, Vec<String>) = match lang {
+        Lang::Rust => {
+            let compiled = match regex::Regex::new(pattern) {
+                Ok(compiled) => compiled,
+                Err(error) => {
+                    let first = error.to_string().lines().last().unwrap_or("").trim().to_owned();
+                    return Ok(Err(format!("does not compile in the regex crate: {first}")));
+                }
+            };
+            (
+                positives.iter().filter(|example| !compiled.is_match(example)).cloned().collect(),
+                negatives.iter().filter(|example| compiled.is_match(example)).cloned().collect(),
+            )
+        }
+        Lang::Ts => match node_regex(pattern, positives, negatives)? {
+            Ok(lists) => lists,
+            Err(error) => return Ok(Err(format!("does not compile in node: {error}"))),
+        },
     };
-    let flag = if lang == Lang::Rust { "-c" } else { "-e" };
-    let mut child = Command::new(program)
-        .arg(flag)
+    if !missed.is_empty() {
+        return Ok(Err(format!("misses {}", json!(missed))));
+    }
+    if !matched.is_empty() {
+        return Ok(Err(format!("matches {}", json!(matched))));
+    }
+    Ok(Ok(()))
+}
+
+/// The positives a pattern misses and the negatives it finds.
+type MissedAndMatched = (Vec<String>, Vec<String>);
+
+/// node's `RegExp` on the examples: the positives it misses and the negatives it finds, or its compile error.
+fn node_regex(pattern: &str, positives: &[String], negatives: &[String]) -> Result<Result<MissedAndMatched, String>> {
+    let input = json!({"pattern": pattern, "positives": positives, "negatives": negatives}).to_string();
+    let script = "const q = JSON.parse(require('fs').readFileSync(0, 'utf8'));\nlet r;\ntry { r = new RegExp(q.pattern); } catch (e) { console.log(JSON.stringify({error: String(e)})); process.exit(0); }\nconsole.log(JSON.stringify({missed: q.positives.filter(s => !r.test(s)), matched: q.negatives.filter(s => r.test(s))}));\n";
+    let mut child = Command::new("node")
+        .arg("-e")
         .arg(script)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("running {program}"))?;
+        .context("running node")?;
     std::io::Write::write_all(child.stdin.as_mut().context("stdin")?, input.as_bytes())?;
     drop(child.stdin.take());
     let output = child.wait_with_output()?;
     let verdict: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("{program}: {}", String::from_utf8_lossy(&output.stderr)))?;
+        .with_context(|| format!("node: {}", String::from_utf8_lossy(&output.stderr)))?;
     if let Some(error) = verdict["error"].as_str() {
-        return Ok(Err(format!("does not compile in {program}: {error}")));
-    }
-    let list = |key: &str| verdict[key].as_array().map(|items| items.len()).unwrap_or(0);
-    if list("missed") > 0 {
-        return Ok(Err(format!("misses {}", verdict["missed"])));
-    }
-    if list("matched") > 0 {
-        return Ok(Err(format!("matches {}", verdict["matched"])));
+        return Ok(Err(error.to_owned()));
     }
     if !output.status.success() {
-        bail!("{program} failed");
+        bail!("node failed");
     }
-    Ok(Ok(()))
+    let list = |key: &str| -> Vec<String> {
+        verdict[key]
+            .as_array()
+            .map(|items| items.iter().filter_map(|item| item.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    Ok(Ok((list("missed"), list("matched"))))
 }
 
 /// The first line of a ghost-text suggestion is correct when it is exactly what the file has next on that line.

@@ -1,6 +1,6 @@
 //! The evaluation ("the ruler"): real code nobody on Spark wrote ([`corpus`]), cases generated from it with a
 //! fixed seed ([`cases`]), Spark driven over stdio as an editor drives it ([`drive`]), and every answer scored by
-//! independent checks — the real compilers, the crates' and packages' own code under test, Python's `re` and
+//! independent checks — the real compilers, the crates' and packages' own code under test, the `regex` crate and
 //! node's `RegExp` ([`check`]) — never by Spark's own verifier. Next-edit cases come from consecutive releases
 //! and are scored against the real next version ([`history`]). [`report`] turns the results into the table,
 //! JSON and a plot under `target/eval/`.

@@ -658,7 +658,10 @@ pub fn inserted_pattern(lang: Lang, line: &str) -> Option<String> {
 
 fn regex_case(server: &mut Server, case: &RegexCase) -> Result<CaseResult> {
     let mut result = outcome("regex", case.lang, &case.id);
-    let dir = eval_dir().join("scratch/regex");
+    // Outside the repository: under `target/eval/` the nearest `Cargo.toml` is Spark's own workspace, whose
+    // scratch copy the execution tier would type-check for every Rust case. A regex asked in a file of no project
+    // is checked by the examples alone, as for a user's loose file.
+    let dir = std::env::temp_dir().join(format!("spark-eval-regex-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let extension = if case.lang == Lang::Rust { "rs" } else { "ts" };
     let path = dir.join(format!("{}.{extension}", case.id.replace('-', "_")));
