@@ -62,6 +62,12 @@ pub(super) async fn tests(
             }
         },
     };
+    // Where code may run, the test asserts what the function was seen to return (characterisation); else the
+    // model writes it whole.
+    let probe_target = super::probe::Target { function: function.clone(), name: &name, arity, title: &title };
+    if let Some(outcome) = super::probe::characterise(generator, document, &probe_target, budget, exec, cancel).await? {
+        return Ok(outcome);
+    }
     let source = &document.text[function];
     match document.lang {
         Lang::Rust => {
