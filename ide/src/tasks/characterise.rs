@@ -300,6 +300,45 @@ pub fn parameters(function: Node, source: &str) -> Option<Vec<Parameter>> {
     Some(out)
 }
 
+/// Values of a TypeScript type for a first probe (see [`rust_values`]).
+pub fn ts_values(ty: &str) -> Vec<String> {
+    let ty = ty.trim();
+    let strings = ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\""];
+    match ty {
+        "string" => return strings.map(str::to_owned).to_vec(),
+        "number" => return ["0", "1", "2", "-1", "7", "10", "100", "2.5"].map(str::to_owned).to_vec(),
+        "boolean" => return vec!["true".into(), "false".into()],
+        "bigint" => return ["0n", "1n", "10n"].map(str::to_owned).to_vec(),
+        _ => {}
+    }
+    let element = ty
+        .strip_prefix("readonly ")
+        .unwrap_or(ty)
+        .strip_suffix("[]")
+        .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
+        .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')));
+    if let Some(element) = element {
+        return slices(&ts_values(element), "[", "]");
+    }
+    // A union of literal types: each literal.
+    let parts: Vec<&str> = ty.split('|').map(str::trim).filter(|part| !part.is_empty()).collect();
+    if parts.len() > 1 {
+        let mut values = Vec::new();
+        for part in parts {
+            let literal = part.starts_with(['"', '\''])
+                || part.parse::<f64>().is_ok()
+                || ["true", "false", "undefined", "null"].contains(&part);
+            if literal {
+                values.push(part.to_owned());
+            } else {
+                values.extend(ts_values(part));
+            }
+        }
+        return values;
+    }
+    Vec::new()
+}
+
 /// Values of a Rust type for a first probe: a few ordinary ones and the edges (empty, zero, one, negative).
 /// `generics` is the function's header, where a type parameter's bounds are read.
 pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
@@ -515,6 +554,93 @@ pub fn unescape_quoted(quoted: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// The node script that probes a TypeScript function: `build` transpiles every TypeScript file of the package
+/// (the TypeScript compiler's `transpileModule`, no type check) to CommonJS under `out`; without it, it loads the
+/// module from there, calls the function on each input and prints what it returned as a JavaScript expression
+/// (`ok "<expression>"`, JSON-quoted), `panic` for a throw, `big` for a value with no literal form.
+pub fn ts_probe_script(typescript_lib: &str, out_dir: &str, module: &str, export: &str, calls: &[String]) -> String {
+    let mark = PROBE_MARK;
+    let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
+    let calls_js: String = calls.iter().enumerate().map(|(idx, call)| format!("  {idx}: () => f{call},\n")).collect();
+    format!(
+        r#""use strict";
+const fs = require("fs");
+const path = require("path");
+const out = {out};
+if (process.argv[2] === "build") {{
+  const ts = require({lib});
+  const walk = (dir) => {{
+    for (const entry of fs.readdirSync(dir, {{ withFileTypes: true }})) {{
+      if (["node_modules", ".git", ".spark-probe"].includes(entry.name)) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.(ts|tsx|mts|cts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) {{
+        const source = fs.readFileSync(full, "utf8");
+        const js = ts.transpileModule(source, {{
+          fileName: full,
+          compilerOptions: {{ module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true, jsx: ts.JsxEmit.React }},
+        }}).outputText;
+        const target = path.join(out, path.relative(process.cwd(), full)).replace(/\.(ts|tsx|mts|cts)$/, ".js");
+        fs.mkdirSync(path.dirname(target), {{ recursive: true }});
+        fs.writeFileSync(target, js);
+      }}
+    }}
+  }};
+  walk(process.cwd());
+  process.exit(0);
+}}
+const literal = (value, depth) => {{
+  if (depth > 6) return undefined;
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  if (typeof value === "number") return Object.is(value, -0) ? "-0" : Number.isFinite(value) ? String(value) : Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+  if (typeof value === "bigint") return value + "n";
+  if (typeof value === "string" || typeof value === "boolean") return JSON.stringify(value);
+  if (Array.isArray(value)) {{
+    const items = value.map((item) => literal(item, depth + 1));
+    return items.includes(undefined) ? undefined : "[" + items.join(", ") + "]";
+  }}
+  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {{
+    const parts = [];
+    for (const key of Object.keys(value)) {{
+      const item = literal(value[key], depth + 1);
+      if (item === undefined) return undefined;
+      parts.push(JSON.stringify(key) + ": " + item);
+    }}
+    return "{{" + parts.join(", ") + "}}";
+  }}
+  return undefined;
+}};
+const loaded = require(path.join(out, {module}));
+const f = loaded[{export}];
+const calls = {{
+{calls_js}}};
+const from = Number(process.env.{from} || 0);
+for (const idx of Object.keys(calls).map(Number)) {{
+  if (idx < from) continue;
+  console.log("{mark} " + idx + " start");
+  let shown;
+  try {{
+    const value = calls[idx]();
+    if (value && typeof value.then === "function") {{ console.log("{mark} " + idx + " big"); continue; }}
+    shown = literal(value, 0);
+  }} catch (error) {{
+    console.log("{mark} " + idx + " panic");
+    continue;
+  }}
+  if (shown === undefined || shown.length > {max}) console.log("{mark} " + idx + " big");
+  else console.log("{mark} " + idx + " ok " + JSON.stringify(shown));
+}}
+"#,
+        out = quote(out_dir),
+        lib = quote(typescript_lib),
+        module = quote(module),
+        export = quote(export),
+        from = FROM_VAR,
+        max = MAX_DEBUG_LEN,
+    )
 }
 
 /// A mutant of the schemata: its number (the value of [`MUTANT_VAR`] that selects it) and what it changes.

@@ -14,7 +14,7 @@ use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
 use super::characterise::{self as pure, Input, Mutant, Observation};
-use super::tests::{existing_test_module, rust_test_change};
+use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport, TsFramework};
 use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome, TASK_LANE};
 use crate::exec_check::{self, Gate, ScratchSession, Step};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
@@ -23,7 +23,7 @@ use crate::route::{Generator, PromptStyle, TaskPrompt};
 const MAX_INPUTS: usize = 40;
 const MAX_MUTANTS: usize = 24;
 /// Fewer inputs than this from the project and the parameter types: the model proposes more.
-const MODEL_BELOW: usize = 8;
+const MODEL_BELOW: usize = 4;
 /// At most this many assertions in the offered test.
 const MAX_ASSERTIONS: usize = 10;
 /// How long one run of the probe may take on the original, and on a mutant (a mutant that loops is killed).
@@ -38,6 +38,9 @@ pub(super) struct Target<'a> {
     pub name: &'a str,
     pub arity: Option<(usize, usize)>,
     pub title: &'a str,
+    /// TypeScript: how the test file imports the function (`{ f }`, `f`), and the project's test framework.
+    pub import: &'a str,
+    pub framework: TsFramework,
 }
 
 /// Characterisation tests for the function, when code may run here (`verify.runTests` on, a project around
@@ -50,19 +53,22 @@ pub(super) async fn characterise(
     exec: &Gate<'_>,
     cancel: &CancellationToken,
 ) -> Result<Option<TaskOutcome>, EngineError> {
-    if !budget.verify.run_tests || document.lang != Lang::Rust {
+    if !budget.verify.run_tests {
         return Ok(None);
     }
     let started = Instant::now();
     let name = target.name;
+    let lang = document.lang;
     let root = document.tree.root_node();
     let source = document.text.as_str();
-    let Some(function) = root
-        .descendant_for_byte_range(target.function.start, target.function.end)
-        .filter(|node| node.kind() == "function_item")
-    else {
+    let Some(outer) = root.descendant_for_byte_range(target.function.start, target.function.end) else {
         return Ok(None);
     };
+    let function = match lang {
+        Lang::Rust => Some(outer).filter(|node| node.kind() == "function_item"),
+        Lang::TypeScript | Lang::Tsx => with_parameters(outer),
+    };
+    let Some(function) = function else { return Ok(None) };
     let refuse = |why: String| Ok(Some(nothing(&format!("{}: {why}", target.title))));
     if function.parent().is_some_and(|parent| parent.kind() == "declaration_list") {
         return refuse("an associated function or method is not run (free functions are)".to_owned());
@@ -70,12 +76,19 @@ pub(super) async fn characterise(
     let Some(parameters) = pure::parameters(function, source) else {
         return refuse("a method is not run (free functions are)".to_owned());
     };
-    let Some(return_type) =
-        function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned())
-    else {
+    let return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
+    if lang == Lang::Rust && return_type.is_none() {
         return refuse("it returns nothing to assert on".to_owned());
+    }
+    let export = match lang {
+        Lang::Rust => String::new(),
+        Lang::TypeScript | Lang::Tsx => match ts_export(document, target.function.clone(), name) {
+            TsExport::Named(exported) => exported,
+            TsExport::Default => "default".to_owned(),
+            TsExport::Member | TsExport::NotExported => return Ok(None),
+        },
     };
-    if let Some(why) = pure::side_effect(document.lang, &pure::with_callees(root, source, target.function.clone())) {
+    if let Some(why) = pure::side_effect(lang, &pure::with_callees(root, source, target.function.clone())) {
         return refuse(format!("not run, {why}"));
     }
     // Inputs: calls with literal arguments in the project and the doc comments, values of the parameter types,
@@ -83,13 +96,18 @@ pub(super) async fn characterise(
     let mut calls = project_calls(document, name, target.arity);
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
-    let values: Vec<Vec<String>> =
-        parameters.iter().map(|parameter| pure::rust_values(&parameter.ty, header)).collect();
+    let values: Vec<Vec<String>> = parameters
+        .iter()
+        .map(|parameter| match lang {
+            Lang::Rust => pure::rust_values(&parameter.ty, header),
+            Lang::TypeScript | Lang::Tsx => pure::ts_values(&parameter.ty),
+        })
+        .collect();
     push_new(&mut calls, pure::combine(&values, 24));
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
     if calls.len() < MODEL_BELOW {
         let function_source = &source[target.function.clone()];
-        let proposed = propose_inputs(generator, document.lang, function_source, name, target.arity, budget, cancel);
+        let proposed = propose_inputs(generator, lang, function_source, name, target.arity, budget, cancel);
         push_new(&mut calls, proposed.await?);
     }
     calls.truncate(MAX_INPUTS);
@@ -105,11 +123,17 @@ pub(super) async fn characterise(
             return Ok(None);
         }
     };
-    let probed =
-        match probe_rust(&session, document, function.byte_range(), name, &calls, exec.time_limit(), cancel).await {
-            Ok(probed) => probed,
-            Err(why) => return refuse(why),
-        };
+    let limit = exec.time_limit();
+    let probed = match lang {
+        Lang::Rust => probe_rust(&session, document, function.byte_range(), name, &calls, limit, cancel).await,
+        Lang::TypeScript | Lang::Tsx => {
+            probe_ts(&session, document, function.byte_range(), &export, &calls, limit, cancel).await
+        }
+    };
+    let probed = match probed {
+        Ok(probed) => probed,
+        Err(why) => return refuse(why),
+    };
     drop(session);
     let Probed { inputs, mutants, build_ms, run_ms } = probed;
     if inputs.is_empty() {
@@ -123,37 +147,69 @@ pub(super) async fn characterise(
             mutants.len()
         ));
     }
-    let chosen = pure::choose(&inputs, MAX_ASSERTIONS);
+    let mut chosen = pure::choose(&inputs, MAX_ASSERTIONS);
     let test_name = unused_test_name(source, name);
     let mut outcome = None;
-    for literal in [true, false] {
+    let forms: &[bool] = if lang == Lang::Rust { &[true, false] } else { &[true, true, true] };
+    for literal in forms.iter().copied() {
+        if chosen.is_empty() {
+            break;
+        }
         let assertions: Vec<String> = chosen
             .iter()
             .map(|idx| {
                 let input = &inputs[*idx];
                 let call = format!("{name}{}", input.call);
-                if literal {
-                    pure::rust_assertion(&call, &input.value, &return_type)
-                } else {
-                    format!("assert_eq!(format!(\"{{:?}}\", {call}), {:?});", input.value)
+                match lang {
+                    Lang::Rust if literal => {
+                        pure::rust_assertion(&call, &input.value, return_type.as_deref().unwrap_or(""))
+                    }
+                    Lang::Rust => format!("assert_eq!(format!(\"{{:?}}\", {call}), {:?});", input.value),
+                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, &call, &input.value),
                 }
             })
             .collect();
-        let body: String = assertions.iter().map(|line| format!("        {line}\n")).collect();
-        let test_fn = format!("    #[test]\n    fn {test_name}() {{\n{body}    }}\n");
-        let change = rust_test_change(document, existing_test_module(document), &test_fn);
+        let change = match lang {
+            Lang::Rust => {
+                let body: String = assertions.iter().map(|line| format!("        {line}\n")).collect();
+                let test_fn = format!("    #[test]\n    fn {test_name}() {{\n{body}    }}\n");
+                rust_test_change(document, existing_test_module(document), &test_fn)
+            }
+            Lang::TypeScript | Lang::Tsx => {
+                let body: String = assertions.iter().map(|line| format!("  {line}\n")).collect();
+                ts_test_change(
+                    document,
+                    target.framework,
+                    target.import,
+                    &format!("test(\"{name} works\", () => {{\n{body}}});\n"),
+                )
+            }
+        };
         match exec.check(&change, cancel).await {
             Ok(()) => {
                 outcome = Some(change);
                 break;
             }
-            Err(refusal) => tracing::info!(%refusal, literal, "characterisation test refused"),
+            Err(refusal) => {
+                tracing::info!(%refusal, literal, "characterisation test refused");
+                // A TypeScript argument of the wrong type runs but does not type-check: its assertion goes.
+                let new_text = change.new_text();
+                let Some(line) = refused_line(&refusal) else { break };
+                let Some(text) = new_text.lines().nth(line.saturating_sub(1)) else { break };
+                let Some(position) = assertions.iter().position(|assertion| text.trim() == assertion.trim()) else {
+                    break;
+                };
+                chosen.remove(position);
+            }
         }
     }
     let Some(change) = outcome else {
         return refuse("the test written from the observed values did not pass on the original".to_owned());
     };
     let caught: BTreeSet<usize> = chosen.iter().flat_map(|idx| inputs[*idx].kills.iter().copied()).collect();
+    if caught.is_empty() {
+        return refuse("what remains of the test catches no mutant".to_owned());
+    }
     tracing::info!(
         prepared_ms,
         build_ms,
@@ -172,6 +228,35 @@ pub(super) async fn characterise(
         mutants.len()
     );
     Ok(Some(TaskOutcome { changes: vec![change], samples_tried: 1, ..nothing(&title) }))
+}
+
+/// The line of a compiler error in the edit, from the gate's refusal (`tsc --noEmit: in the edit: f:12: …`).
+fn refused_line(refusal: &str) -> Option<usize> {
+    let rest = refusal.split_once("in the edit: ")?.1;
+    let (_, after) = rest.split_once(':')?;
+    after.split(':').next()?.trim().parse().ok()
+}
+
+/// The TypeScript function node under a function's range: the node with a parameter list.
+fn with_parameters(node: spark_grammars::tree_sitter::Node) -> Option<spark_grammars::tree_sitter::Node> {
+    let mut stack = vec![node];
+    while let Some(current) = stack.pop() {
+        if current.child_by_field_name("parameters").is_some() {
+            return Some(current);
+        }
+        let mut cursor = current.walk();
+        let children: Vec<_> = current.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    None
+}
+
+/// The assertion of a TypeScript test in the project's framework.
+fn ts_assertion(framework: TsFramework, call: &str, value: &str) -> String {
+    match framework {
+        TsFramework::NodeTest => format!("assert.deepStrictEqual({call}, {value});"),
+        TsFramework::Vitest | TsFramework::Jest => format!("expect({call}).toStrictEqual({value});"),
+    }
 }
 
 fn push_new(calls: &mut Vec<String>, more: Vec<String>) {
@@ -264,7 +349,7 @@ async fn propose_inputs(
         chat_stops: vec!["```".to_owned()],
     };
     let started = Instant::now();
-    let time = budget.time.min(Duration::from_secs(5));
+    let time = budget.time.min(Duration::from_secs(4));
     let mut calls = Vec::new();
     for sample_idx in 0..2u32 {
         let left = time.saturating_sub(started.elapsed());
@@ -356,8 +441,14 @@ async fn probe_rust(
         if errors.is_empty() {
             let executable = exec_check::test_executable(&built.stdout)
                 .ok_or_else(|| format!("cargo test --no-run built no test binary: {}", last_line(&built.stderr)))?;
+            let step = Step {
+                program: executable,
+                args: ["spark_probe::probe", "--nocapture", "--test-threads=1", "-q"].map(str::to_owned).to_vec(),
+                dir: project.crate_dir.clone(),
+                label: "the probe",
+            };
             let started = Instant::now();
-            let inputs = run_probe(session, &project, &executable, calls, &live, &mutants, cancel).await?;
+            let inputs = run_probe(session, &step, calls, &live, &mutants, cancel).await?;
             return Ok(Probed { inputs, mutants, build_ms, run_ms: started.elapsed().as_millis() as u64 });
         }
         let mut progressed = false;
@@ -391,6 +482,59 @@ async fn probe_rust(
         tracing::debug!(attempt, inputs = live.len(), skipped = skip_mutants.len(), "probe rebuilt");
     }
     Err("the probe still does not build after dropping the inputs and mutants the compiler rejected".to_owned())
+}
+
+/// Probes a TypeScript function: the schemata in the copy, every TypeScript file of the package transpiled
+/// to CommonJS (the TypeScript compiler's transpile API, through node), then node runs the probe script.
+async fn probe_ts(
+    session: &ScratchSession,
+    document: &TaskDocument,
+    function: Range<usize>,
+    export: &str,
+    calls: &[String],
+    build_limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<Probed, String> {
+    let project = session.project().clone();
+    let tsc =
+        exec_check::project_tsc(&project).ok_or("no TypeScript compiler (tsc) in node_modules/.bin or on PATH")?;
+    let tsc = std::fs::canonicalize(&tsc).map_err(|error| format!("{}: {error}", tsc.display()))?;
+    // `…/typescript/bin/tsc` → `…/typescript/lib/typescript.js`.
+    let library = tsc
+        .parent()
+        .and_then(Path::parent)
+        .map(|package| package.join("lib/typescript.js"))
+        .filter(|library| library.is_file())
+        .ok_or_else(|| format!("no lib/typescript.js beside {}", tsc.display()))?;
+    let root = document.tree.root_node();
+    let (text, mutants) = pure::schemata(document.lang, root, &document.text, function, &BTreeSet::new(), MAX_MUTANTS);
+    session.write(&project.file, &text)?;
+    let out_dir = session.target_dir().join("probe-js");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let module = project.file.with_extension("js").to_string_lossy().into_owned();
+    let script = pure::ts_probe_script(&library.to_string_lossy(), &out_dir.to_string_lossy(), &module, export, calls);
+    let script_path = Path::new(".spark-probe/probe.cjs");
+    session.write(script_path, &script)?;
+    let build = Step {
+        program: "node".into(),
+        args: vec![script_path.to_string_lossy().into_owned(), "build".to_owned()],
+        dir: Default::default(),
+        label: "transpiling the probe",
+    };
+    let built = session.run(&build, &[], build_limit, cancel).await?;
+    if built.status != Some(0) {
+        return Err(format!("transpiling the package failed: {}", last_line(&built.stderr)));
+    }
+    let step = Step {
+        program: "node".into(),
+        args: vec![script_path.to_string_lossy().into_owned()],
+        dir: Default::default(),
+        label: "the probe",
+    };
+    let live: Vec<usize> = (0..calls.len()).collect();
+    let started = Instant::now();
+    let inputs = run_probe(session, &step, calls, &live, &mutants, cancel).await?;
+    Ok(Probed { inputs, mutants, build_ms: built.ms, run_ms: started.elapsed().as_millis() as u64 })
 }
 
 /// The file with a probe module appended: one line per call (the compiler's errors are mapped back to calls by
@@ -427,15 +571,14 @@ fn rust_probe_module(text: &str, name: &str, calls: &[String], live: &[usize]) -
 /// crashes, is dropped), then once per mutant.
 async fn run_probe(
     session: &ScratchSession,
-    project: &exec_check::Project,
-    executable: &Path,
+    step: &Step,
     calls: &[String],
     live: &[usize],
     mutants: &[Mutant],
     cancel: &CancellationToken,
 ) -> Result<Vec<Input>, String> {
-    let first = observe(session, project, executable, live, None, ORIGINAL_LIMIT, cancel).await?;
-    let second = observe(session, project, executable, live, None, ORIGINAL_LIMIT, cancel).await?;
+    let first = observe(session, step, live, None, ORIGINAL_LIMIT, cancel).await?;
+    let second = observe(session, step, live, None, ORIGINAL_LIMIT, cancel).await?;
     let mut inputs: Vec<(usize, Input)> = live
         .iter()
         .filter_map(|idx| match (first.get(idx), second.get(idx)) {
@@ -451,7 +594,7 @@ async fn run_probe(
         if started.elapsed() > MUTANTS_TOTAL || kept.is_empty() {
             break;
         }
-        let observed = observe(session, project, executable, &kept, Some(mutant.id), MUTANT_LIMIT, cancel).await?;
+        let observed = observe(session, step, &kept, Some(mutant.id), MUTANT_LIMIT, cancel).await?;
         for (idx, input) in &mut inputs {
             let differs = match observed.get(idx) {
                 Some(Observation::Value(value)) => *value != input.value,
@@ -470,8 +613,7 @@ async fn run_probe(
 /// is recorded as such and the rest run again from the next one (on the original; a mutant's pass ends there).
 async fn observe(
     session: &ScratchSession,
-    project: &exec_check::Project,
-    executable: &Path,
+    step: &Step,
     inputs: &[usize],
     mutant: Option<usize>,
     limit: Duration,
@@ -480,17 +622,11 @@ async fn observe(
     let mut observed = HashMap::new();
     let mut from = 0;
     for _ in 0..4 {
-        let step = Step {
-            program: executable.to_owned(),
-            args: ["spark_probe::probe", "--nocapture", "--test-threads=1", "-q"].map(str::to_owned).to_vec(),
-            dir: project.crate_dir.clone(),
-            label: "the probe",
-        };
         let mut env = vec![(pure::FROM_VAR, from.to_string())];
         if let Some(id) = mutant {
             env.push((pure::MUTANT_VAR, id.to_string()));
         }
-        let ran = session.run(&step, &env, limit, cancel).await?;
+        let ran = session.run(step, &env, limit, cancel).await?;
         let (found, started) = pure::parse_probe(&ran.stdout);
         observed.extend(found);
         let finished = ran.status == Some(0) && !ran.timed_out && !ran.truncated;
