@@ -300,6 +300,96 @@ pub fn parameters(function: Node, source: &str) -> Option<Vec<Parameter>> {
     Some(out)
 }
 
+/// The literals a function compares with or computes from: its boundaries are the inputs that tell a mutant
+/// (`<` for `<=`, a constant ±1) from the original.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Literals {
+    pub integers: Vec<i64>,
+    /// As written, quotes included.
+    pub strings: Vec<String>,
+    pub chars: Vec<String>,
+}
+
+pub fn literals(function: Node, source: &str) -> Literals {
+    let mut found = Literals::default();
+    let mut stack = vec![function];
+    while let Some(node) = stack.pop() {
+        let text = &source[node.byte_range()];
+        match node.kind() {
+            "integer_literal" | "number" => {
+                let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+                let value = digits.parse::<i64>().ok().filter(|value| *value < 1 << 40);
+                if let Some(value) = value.filter(|value| !found.integers.contains(value)) {
+                    found.integers.push(value);
+                }
+            }
+            "string_literal" | "string"
+                if text.len() <= 40 && !text.contains('\n') && !found.strings.iter().any(|seen| seen == text) =>
+            {
+                found.strings.push(text.to_owned());
+            }
+            "char_literal" if !found.chars.iter().any(|seen| seen == text) => found.chars.push(text.to_owned()),
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    found
+}
+
+/// `values` (of a parameter of type `ty`) with the function's literals of that kind added: each integer and its
+/// neighbours for an integer parameter, each string for a string one, each character for a `char`.
+pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<String>) {
+    let ty = ty.trim();
+    let mut push = |value: String| {
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    };
+    let integer = match lang {
+        Lang::Rust => matches!(
+            ty,
+            "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize"
+        ),
+        Lang::TypeScript | Lang::Tsx => ty == "number",
+    };
+    if integer {
+        let unsigned = ty.starts_with('u');
+        let max = match ty {
+            "u8" => 255,
+            "i8" => 127,
+            _ => i64::MAX,
+        };
+        for value in found.integers.iter().take(8) {
+            for near in [value - 1, *value, value + 1] {
+                if (near >= 0 || !unsigned) && near <= max {
+                    push(near.to_string());
+                }
+            }
+        }
+        return;
+    }
+    let text = match lang {
+        Lang::Rust => {
+            let owned = ty == "String";
+            let borrowed = ty.strip_prefix('&').is_some_and(|rest| rest.trim_start().ends_with("str"));
+            (owned || borrowed).then_some(owned)
+        }
+        Lang::TypeScript | Lang::Tsx => (ty == "string").then_some(false),
+    };
+    if let Some(owned) = text {
+        for value in found.strings.iter().take(8) {
+            push(if owned { format!("{value}.to_string()") } else { value.clone() });
+        }
+        return;
+    }
+    if lang == Lang::Rust && ty == "char" {
+        for value in found.chars.iter().take(8) {
+            push(value.clone());
+        }
+    }
+}
+
 /// Values of a TypeScript type for a first probe (see [`rust_values`]).
 pub fn ts_values(ty: &str) -> Vec<String> {
     let ty = ty.trim();
@@ -1106,6 +1196,30 @@ mod tests {
             assert!(values.len() >= starts.len(), "{ty}: {values:?}");
             assert_eq!(&values[..starts.len()], *starts, "{ty}");
         }
+        let ts_cases: &[(&str, &[&str])] = &[
+            ("string", &["\"\"", "\"a\""]),
+            ("number[]", &["[]", "[1]"]),
+            ("\"left\" | \"right\"", &["\"left\"", "\"right\""]),
+            ("boolean | undefined", &["true", "false", "undefined"]),
+            ("Map<string, number>", &[]),
+        ];
+        for (ty, starts) in ts_cases {
+            let values = ts_values(ty);
+            assert!(values.len() >= starts.len(), "{ty}: {values:?}");
+            assert_eq!(&values[..starts.len()], *starts, "{ty}");
+        }
+        let text = "fn f(n: u8, s: &str, c: char) -> bool { n > 250 && s == \"yes\" || c == 'q' || n == 0 }";
+        let tree = tree(Lang::Rust, text);
+        let found = literals(tree.root_node(), text);
+        let mut values = Vec::new();
+        add_literals(Lang::Rust, "u8", &found, &mut values);
+        assert_eq!(values, ["249", "250", "251", "0", "1"]);
+        let mut values = Vec::new();
+        add_literals(Lang::Rust, "String", &found, &mut values);
+        assert_eq!(values, ["\"yes\".to_string()"]);
+        let mut values = Vec::new();
+        add_literals(Lang::Rust, "char", &found, &mut values);
+        assert_eq!(values, ["'q'"]);
         let calls = combine(&[vec!["1".into(), "2".into()], vec!["\"a\"".into()]], 10);
         assert_eq!(calls, ["(1, \"a\")", "(2, \"a\")"]);
         assert!(combine(&[vec!["1".into()], vec![]], 10).is_empty());

@@ -20,14 +20,14 @@ use crate::exec_check::{self, Gate, ScratchSession, Step};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 
 /// At most this many inputs are probed, and this many mutants run.
-const MAX_INPUTS: usize = 40;
+const MAX_INPUTS: usize = 48;
 const MAX_MUTANTS: usize = 24;
 /// Fewer inputs than this from the project and the parameter types: the model proposes more.
 const MODEL_BELOW: usize = 4;
 /// At most this many assertions in the offered test.
 const MAX_ASSERTIONS: usize = 10;
 /// How long one run of the probe may take on the original, and on a mutant (a mutant that loops is killed).
-const ORIGINAL_LIMIT: Duration = Duration::from_secs(10);
+const ORIGINAL_LIMIT: Duration = Duration::from_secs(3);
 const MUTANT_LIMIT: Duration = Duration::from_secs(2);
 /// All mutants' runs together.
 const MUTANTS_TOTAL: Duration = Duration::from_secs(12);
@@ -69,7 +69,10 @@ pub(super) async fn characterise(
         Lang::TypeScript | Lang::Tsx => with_parameters(outer),
     };
     let Some(function) = function else { return Ok(None) };
-    let refuse = |why: String| Ok(Some(nothing(&format!("{}: {why}", target.title))));
+    let refuse = |why: String| {
+        tracing::info!(function = name, %why, "no characterisation test");
+        Ok(Some(nothing(&format!("{}: {why}", target.title))))
+    };
     if function.parent().is_some_and(|parent| parent.kind() == "declaration_list") {
         return refuse("an associated function or method is not run (free functions are)".to_owned());
     }
@@ -103,7 +106,12 @@ pub(super) async fn characterise(
             Lang::TypeScript | Lang::Tsx => pure::ts_values(&parameter.ty),
         })
         .collect();
-    push_new(&mut calls, pure::combine(&values, 24));
+    let mut values = values;
+    let found = pure::literals(function, source);
+    for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
+        pure::add_literals(lang, &parameter.ty, &found, values);
+    }
+    push_new(&mut calls, pure::combine(&values, 32));
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
     if calls.len() < MODEL_BELOW {
         let function_source = &source[target.function.clone()];
@@ -649,4 +657,33 @@ async fn observe(
 
 fn last_line(text: &str) -> &str {
     text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_lines_and_test_names() {
+        let cases = [
+            ("tsc --noEmit: in the edit: src/a.test.ts:7: error[TS2345]: Argument of type", Some(7)),
+            ("node --test: the generated test fails", None),
+        ];
+        for (refusal, expected) in cases {
+            assert_eq!(refused_line(refusal), expected, "{refusal}");
+        }
+        assert_eq!(unused_test_name("fn f() {}", "f"), "f_works");
+        assert_eq!(unused_test_name("fn f_works() {}", "f"), "f_characterised");
+    }
+
+    #[test]
+    fn the_probe_module_has_one_line_per_input() {
+        let calls = ["(1)".to_owned(), "(\"a\")".to_owned(), "(2)".to_owned()];
+        let (text, first) = rust_probe_module("pub fn f() {}", "f", &calls, &[0, 2]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[first].contains("report(0,") && lines[first].contains("f(1)"), "{text}");
+        assert!(lines[first + 1].contains("report(2,") && lines[first + 1].contains("f(2)"), "{text}");
+        assert!(!text.contains("f(\"a\")"), "{text}");
+        assert!(crate::parse::text(Lang::Rust, &text).is_some_and(|tree| !tree.root_node().has_error()), "{text}");
+    }
 }
