@@ -874,6 +874,196 @@ impl<'a> Gate<'a> {
     }
 }
 
+/// A scratch copy held for a task that runs code of its own there (characterisation tests): the task writes
+/// files into the copy and runs commands with a time limit and a cap on their output; the process group is
+/// killed at either. The next check of the root syncs the copy back to the user's tree.
+pub struct ScratchSession {
+    scratch: Scratch,
+}
+
+/// What a command run by a [`ScratchSession`] left: its output up to the cap, even when it was killed.
+#[derive(Debug, Clone, Default)]
+pub struct Capped {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub ms: u64,
+    /// Killed at the time limit.
+    pub timed_out: bool,
+    /// Killed for writing more than the cap.
+    pub truncated: bool,
+}
+
+/// The most a command run by a [`ScratchSession`] may write to each of stdout and stderr.
+pub const OUTPUT_CAP: usize = 4 << 20;
+
+impl Gate<'_> {
+    /// The scratch copy of the document's project, locked, for a task that runs the user's code there. `Err`
+    /// says why no code may run: `verify.runTests` off, a document without a file, no project around it.
+    pub async fn scratch_session(&self) -> Result<ScratchSession, String> {
+        if !self.tests_on() {
+            return Err("verify.runTests is off".to_owned());
+        }
+        let path = self.path.ok_or("the document has no file on disk")?;
+        let project = find_project(path).ok_or("no Cargo.toml, tsconfig.json or package.json above the file")?;
+        let scratch = Scratch::lock(&project).await.map_err(|error| format!("{error:?}"))?;
+        Ok(ScratchSession { scratch })
+    }
+
+    /// The time limit of one command under these settings.
+    pub fn time_limit(&self) -> Duration {
+        self.settings.timeout()
+    }
+}
+
+impl ScratchSession {
+    pub fn project(&self) -> &Project {
+        &self.scratch.project
+    }
+
+    /// The copy's root directory.
+    pub fn copy_dir(&self) -> &Path {
+        &self.scratch.copy
+    }
+
+    /// The directory beside the copy for build output (cargo's target directory, emitted JavaScript).
+    pub fn target_dir(&self) -> &Path {
+        &self.scratch.target
+    }
+
+    /// Writes `text` at `file` (relative to the project root) in the copy.
+    pub fn write(&self, file: &Path, text: &str) -> Result<(), String> {
+        let destination = self.scratch.copy.join(file);
+        if let Some(parent) = destination.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| error.to_string())?;
+        }
+        std::fs::write(&destination, text).map_err(|error| format!("{}: {error}", destination.display()))
+    }
+
+    /// Runs `step` in the copy with `env` added; killed (its whole process group) at `limit`, at cancellation, or
+    /// when it writes more than [`OUTPUT_CAP`]. What it wrote until then is kept. `Err`: it could not start.
+    pub async fn run(
+        &self,
+        step: &Step,
+        env: &[(&str, String)],
+        limit: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Capped, String> {
+        let mut command = tokio::process::Command::new(&step.program);
+        command
+            .args(&step.args)
+            .current_dir(self.scratch.copy.join(&step.dir))
+            .env("CARGO_TARGET_DIR", &self.scratch.target)
+            .env("CARGO_TERM_COLOR", "never")
+            .env("NO_COLOR", "1")
+            .env("CI", "1")
+            .envs(env.iter().map(|(key, value)| (*key, value.as_str())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        std::fs::create_dir_all(&self.scratch.target).map_err(|error| error.to_string())?;
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|error| format!("{}: {error}", step.program.display()))?;
+        let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+        let kill_group = || {
+            if let Some(pid) = group {
+                // SAFETY: killpg only sends a signal; the group is the one this run started (`process_group(0)`).
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                }
+            }
+        };
+        let (mut stdout_pipe, mut stderr_pipe) = (child.stdout.take(), child.stderr.take());
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let mut capped = Capped::default();
+        {
+            let read = async {
+                let (out_full, err_full) = tokio::join!(
+                    read_capped(stdout_pipe.as_mut(), &mut stdout),
+                    read_capped(stderr_pipe.as_mut(), &mut stderr)
+                );
+                out_full || err_full
+            };
+            tokio::select! {
+                full = read => {
+                    if full {
+                        kill_group();
+                        capped.truncated = true;
+                    }
+                }
+                _ = tokio::time::sleep(limit) => {
+                    kill_group();
+                    capped.timed_out = true;
+                }
+                _ = cancel.cancelled() => {
+                    kill_group();
+                    return Err(format!("{} cancelled", step.label));
+                }
+            }
+        }
+        // The pipes are closed or the group killed: waiting is short (a grandchild keeping a pipe open was
+        // killed with its group).
+        let waited = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        capped.status = match waited {
+            Ok(Ok(status)) if !capped.timed_out && !capped.truncated => status.code(),
+            _ => None,
+        };
+        capped.stdout = String::from_utf8_lossy(&stdout).into_owned();
+        capped.stderr = String::from_utf8_lossy(&stderr).into_owned();
+        capped.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(command = step.label, status = ?capped.status, ms = capped.ms, timed_out = capped.timed_out, "scratch command ran");
+        Ok(capped)
+    }
+}
+
+/// Reads `pipe` to its end into `out`, at most [`OUTPUT_CAP`] bytes; true when the cap was reached.
+async fn read_capped(pipe: Option<&mut (impl tokio::io::AsyncRead + Unpin)>, out: &mut Vec<u8>) -> bool {
+    use tokio::io::AsyncReadExt;
+    let Some(pipe) = pipe else { return false };
+    let mut buffer = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n_read) => {
+                let room = OUTPUT_CAP.saturating_sub(out.len());
+                out.extend_from_slice(&buffer[..n_read.min(room)]);
+                if n_read >= room {
+                    return true;
+                }
+            }
+        }
+    }
+}
+
+/// `cargo test --no-run` of the project's package: builds the test binary of the file's target; its path is in
+/// the JSON output ([`test_executable`]).
+pub fn cargo_build_tests_step(project: &Project) -> Step {
+    let mut step = cargo_test_step(project, "");
+    let separator = step.args.iter().position(|arg| arg == "--").unwrap_or(step.args.len());
+    step.args.truncate(separator);
+    step.args.push("--no-run".to_owned());
+    step.label = "cargo test --no-run";
+    step
+}
+
+/// The test binary in the output of `cargo test --no-run --message-format=json`.
+pub fn test_executable(stdout: &str) -> Option<PathBuf> {
+    stdout.lines().filter(|line| line.starts_with('{')).find_map(|line| {
+        let value = serde_json::from_str::<serde_json::Value>(line).ok()?;
+        if value["reason"] != "compiler-artifact" || value["profile"]["test"] != true {
+            return None;
+        }
+        value["executable"].as_str().map(PathBuf::from)
+    })
+}
+
+/// The project's `tsc` (its own in node_modules/.bin, else one on PATH).
+pub fn project_tsc(project: &Project) -> Option<PathBuf> {
+    find_tsc(project)
+}
+
 /// Why a check did not pass.
 #[derive(Debug)]
 enum Checked {

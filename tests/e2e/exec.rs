@@ -505,3 +505,119 @@ fn cli_fix_imports_a_name_a_sibling_module_exports() {
     assert!(diff.contains("+import { clamp } from \"./lib/range"), "{diff}");
     eprintln!("{}: {} ms", json["title"], json["ms"]);
 }
+
+/// Runs test generation on `text` (the function at `at`) in the file `file`, every execution check on, against a
+/// scripted model that answers `model` (asked only when the project and the types give few inputs).
+fn generate_tests(file: &Path, text: &str, at: &str, model: &[&str]) -> spark_ide::tasks::TaskOutcome {
+    use spark_ide::tasks::{TaskBudget, TaskDocument, TaskTarget};
+    let lang = if file.extension().is_some_and(|ext| ext == "rs") { Lang::Rust } else { Lang::TypeScript };
+    let document = TaskDocument {
+        text: text.to_owned(),
+        lang,
+        tree: lang.parser().parse(text, None).unwrap(),
+        path: Some(file.to_owned()),
+        version: 1,
+        revision: 0,
+        open_files: Vec::new(),
+    };
+    let engine = spark_engine::Engine::start_scripted(model.iter().map(|answer| (*answer).to_owned()).collect());
+    let at = text.find(at).unwrap();
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let budget = TaskBudget { verify: settings, ..TaskBudget::default() };
+    let target = TaskTarget { range: at..at, message: None };
+    let generator = spark_ide::route::Generator::local(&engine);
+    let started = std::time::Instant::now();
+    let outcome = runtime()
+        .block_on(spark_ide::tasks::run(
+            &generator,
+            TaskKind::Tests,
+            &document,
+            &target,
+            budget,
+            &CancellationToken::new(),
+        ))
+        .unwrap();
+    eprintln!("{} ms: {}", started.elapsed().as_millis(), outcome.title);
+    outcome
+}
+
+const GRADES: &str = "/// The letter of a score: `grade(95)` is 'A'.\npub fn grade(score: u32) -> char {\n    if score >= 90 {\n        'A'\n    } else if score >= 50 {\n        'B'\n    } else {\n        'C'\n    }\n}\n\n/// How many steps the Collatz sequence takes from `n` to 1 (it never reaches 1 from 0).\npub fn steps(n: u64) -> u32 {\n    let mut n = n;\n    let mut count = 0;\n    while n != 1 {\n        n = if n % 2 == 0 { n / 2 } else { 3 * n + 1 };\n        count += 1;\n    }\n    count\n}\n\npub fn config() -> String {\n    std::fs::read_to_string(\"config.toml\").unwrap_or_default()\n}\n\npub fn first(words: &[&str]) -> usize {\n    words.len()\n}\n";
+
+#[test]
+fn characterisation_tests_assert_observed_values_and_catch_mutants() {
+    cache_home();
+    let dir = temp_crate("exec_characterise", GRADES);
+    let file = dir.join("src/lib.rs");
+    let before = tree(&dir);
+    let outcome = generate_tests(&file, GRADES, "grade(score", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.title.contains("assertions from observed values, catch"), "{}", outcome.title);
+    let test = &outcome.changes[0].insert;
+    // Every mutant is caught: the inputs include the boundaries the function compares with.
+    assert!(outcome.title.contains("catch 7 of 7 mutants"), "{}", outcome.title);
+    // The values are what `grade` returns, written as literals.
+    let grade = |score: u32| {
+        if score >= 90 {
+            'A'
+        } else if score >= 50 {
+            'B'
+        } else {
+            'C'
+        }
+    };
+    let mut asserted = 0;
+    for line in test.lines().filter_map(|line| line.trim().strip_prefix("assert_eq!(grade(")) {
+        let (score, rest) = line.split_once("), '").unwrap();
+        let letter = rest.chars().next().unwrap();
+        assert_eq!(grade(score.parse().unwrap()), letter, "{line}");
+        asserted += 1;
+    }
+    assert!(asserted >= 4, "{test}");
+    // Nothing was written into the user's tree.
+    assert_eq!(tree(&dir), before);
+}
+
+#[test]
+fn an_input_that_hangs_is_dropped_and_the_rest_are_asserted() {
+    cache_home();
+    let dir = temp_crate("exec_characterise_hang", GRADES);
+    let file = dir.join("src/lib.rs");
+    let outcome = generate_tests(&file, GRADES, "steps(n", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert_eq!(steps(1), 0);") && test.contains("assert_eq!(steps(7), 16);"), "{test}");
+    assert!(!test.contains("steps(0)"), "{test}");
+}
+
+#[test]
+fn a_function_that_reads_files_is_not_run_and_an_early_return_is_a_mutant_too() {
+    cache_home();
+    let dir = temp_crate("exec_characterise_refused", GRADES);
+    let file = dir.join("src/lib.rs");
+    let outcome = generate_tests(&file, GRADES, "config()", &[]);
+    assert!(!outcome.verified(), "{outcome:?}");
+    assert!(outcome.title.contains("not run, it reads or writes files"), "{}", outcome.title);
+    // `first` has no operator or literal to mutate, only the early return of the default (0): a non-empty slice
+    // catches it, so a test is offered.
+    let outcome = generate_tests(&file, GRADES, "first(words", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.title.contains("catch 1 of 1 mutants"), "{}", outcome.title);
+}
+
+#[test]
+fn characterisation_tests_for_typescript_run_with_node() {
+    cache_home();
+    let dir = ts_package("exec-ts-characterise");
+    let file = dir.join("src/clamp.ts");
+    let text = "export function clamp(x: number, lo: number, hi: number): number {\n  if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;\n}\n\nexport function shout(word: string): string {\n  return word.length > 3 ? word.toUpperCase() + \"!\" : word;\n}\n";
+    std::fs::write(&file, text).unwrap();
+    let outcome = generate_tests(&file, text, "shout(word", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("import { shout } from \"./clamp\";"), "{test}");
+    assert!(test.contains("assert.deepStrictEqual(shout(\"hello\"), \"HELLO!\");"), "{test}");
+    assert!(outcome.changes[0].path.as_deref() == Some(dir.join("src/clamp.test.ts").as_path()));
+    let outcome = generate_tests(&file, text, "clamp(x", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains("assert.deepStrictEqual(clamp("), "{}", outcome.changes[0].insert);
+}

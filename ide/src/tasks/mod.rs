@@ -17,7 +17,9 @@ use crate::tiers::Tier;
 use crate::verify::Rejection;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
+mod characterise;
 mod fix;
+mod probe;
 mod regex;
 mod regex_synth;
 pub mod suggested;

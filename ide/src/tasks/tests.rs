@@ -62,6 +62,20 @@ pub(super) async fn tests(
             }
         },
     };
+    // Where code may run, the test asserts what the function was seen to return (characterisation); else the
+    // model writes it whole.
+    let framework = ts_framework(document.path.as_deref());
+    let probe_target = super::probe::Target {
+        function: function.clone(),
+        name: &name,
+        arity,
+        title: &title,
+        import: &import,
+        framework,
+    };
+    if let Some(outcome) = super::probe::characterise(generator, document, &probe_target, budget, exec, cancel).await? {
+        return Ok(outcome);
+    }
     let source = &document.text[function];
     match document.lang {
         Lang::Rust => {
@@ -374,47 +388,68 @@ pub(super) async fn ts_tests(
         chat_prefill: format!("```typescript\n{header}"),
         chat_stops: vec!["```".to_owned()],
     };
-    let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
-    let test_path = ts_test_path(&path);
-    let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
-    // The editor's buffer when the test file is open there (unsaved text counts), else the file on disk.
-    let existing = match document.open_file(&test_path) {
-        Some(open) => Some(open.text.clone()),
-        None => std::fs::read_to_string(&test_path).ok(),
-    };
     let (found, tried, rejections) = sample_until(generator, &task, 240, budget, exec, cancel, |body, style| {
         let test_code = match style {
             PromptStyle::FewShot => format!("{header}{}\n}});\n", body.trim_end()),
             PromptStyle::ChatPrefilled => format!("{header}{}\n", body.trim_end()),
             PromptStyle::Chat => format!("{}\n", without_imports(body).trim()),
         };
-        let change = match &existing {
-            Some(old_text) => {
-                let end = old_text.len();
-                let import = format!("import {import} from \"{module}\";\n");
-                let needs_import = !old_text.contains(&import);
-                FileChange {
-                    path: Some(test_path.clone()),
-                    create: false,
-                    old_text: old_text.clone(),
-                    replace: end..end,
-                    insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
-                }
-            }
-            None => FileChange {
-                path: Some(test_path.clone()),
-                create: true,
-                old_text: String::new(),
-                replace: 0..0,
-                insert: format!("{imports}import {import} from \"{module}\";\n\n{test_code}"),
-            },
-        };
+        let change = ts_test_change(document, framework, import, &test_code);
         check_tests(document.lang, &change.old_text, &change.new_text(), &test_code, name, arity)?;
         check_expected_values(document.lang, function_source, &test_code, name)?;
         Ok(change)
     })
     .await?;
     Ok(sampled(title, found, tried, rejections))
+}
+
+/// The change that adds `test_code` to the sibling test file: appended (with the import when the file lacks it)
+/// to the editor's buffer when the file is open there, else to the file on disk, else a new file with the
+/// framework's imports.
+pub(super) fn ts_test_change(
+    document: &TaskDocument,
+    framework: TsFramework,
+    import: &str,
+    test_code: &str,
+) -> FileChange {
+    let imports = ts_framework_imports(framework);
+    let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
+    let test_path = ts_test_path(&path);
+    let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
+    let existing = match document.open_file(&test_path) {
+        Some(open) => Some(open.text.clone()),
+        None => std::fs::read_to_string(&test_path).ok(),
+    };
+    match existing {
+        Some(old_text) => {
+            let end = old_text.len();
+            let import = format!("import {import} from \"{module}\";\n");
+            let needs_import = !old_text.contains(&import);
+            FileChange {
+                path: Some(test_path),
+                create: false,
+                replace: end..end,
+                insert: format!("\n{}{test_code}", if needs_import { import } else { String::new() }),
+                old_text,
+            }
+        }
+        None => FileChange {
+            path: Some(test_path),
+            create: true,
+            old_text: String::new(),
+            replace: 0..0,
+            insert: format!("{imports}import {import} from \"{module}\";\n\n{test_code}"),
+        },
+    }
+}
+
+/// The lines a new test file starts with for the framework.
+fn ts_framework_imports(framework: TsFramework) -> &'static str {
+    match framework {
+        TsFramework::Vitest => "import { test, expect } from \"vitest\";\n",
+        TsFramework::Jest => "",
+        TsFramework::NodeTest => "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\n",
+    }
 }
 
 /// A chat answer's test code without the import lines it may repeat (the test file has its own).

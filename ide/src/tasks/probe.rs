@@ -1,0 +1,689 @@
+//! Characterisation tests, the running half: the function is run on its inputs in the scratch copy (a probe
+//! test that prints each result, built once with every mutant compiled in behind a run-time switch), twice on
+//! the original and once per mutant; the assertions are written from the values observed, and a test is
+//! offered only when it passes on the original (checked again by the execution gate, on the real file) and
+//! catches at least one mutant.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
+use spark_grammars::Lang;
+use tokio_util::sync::CancellationToken;
+
+use super::characterise::{self as pure, Input, Mutant, Observation};
+use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport, TsFramework};
+use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome, TASK_LANE};
+use crate::exec_check::{self, Gate, ScratchSession, Step};
+use crate::route::{Generator, PromptStyle, TaskPrompt};
+
+/// At most this many inputs are probed, and this many mutants run.
+const MAX_INPUTS: usize = 48;
+const MAX_MUTANTS: usize = 24;
+/// Fewer inputs than this from the project and the parameter types: the model proposes more.
+const MODEL_BELOW: usize = 4;
+/// At most this many assertions in the offered test.
+const MAX_ASSERTIONS: usize = 10;
+/// How long one run of the probe may take on the original, and on a mutant (a mutant that loops is killed).
+const ORIGINAL_LIMIT: Duration = Duration::from_secs(3);
+const MUTANT_LIMIT: Duration = Duration::from_secs(2);
+/// All mutants' runs together.
+const MUTANTS_TOTAL: Duration = Duration::from_secs(12);
+
+/// The function a characterisation test is made for.
+pub(super) struct Target<'a> {
+    pub function: Range<usize>,
+    pub name: &'a str,
+    pub arity: Option<(usize, usize)>,
+    pub title: &'a str,
+    /// TypeScript: how the test file imports the function (`{ f }`, `f`), and the project's test framework.
+    pub import: &'a str,
+    pub framework: TsFramework,
+}
+
+/// Characterisation tests for the function, when code may run here (`verify.runTests` on, a project around
+/// the file): `None` when it may not, and the caller falls back to tests the model writes whole.
+pub(super) async fn characterise(
+    generator: &Generator<'_>,
+    document: &TaskDocument,
+    target: &Target<'_>,
+    budget: TaskBudget,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> Result<Option<TaskOutcome>, EngineError> {
+    if !budget.verify.run_tests {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let name = target.name;
+    let lang = document.lang;
+    let root = document.tree.root_node();
+    let source = document.text.as_str();
+    let Some(outer) = root.descendant_for_byte_range(target.function.start, target.function.end) else {
+        return Ok(None);
+    };
+    let function = match lang {
+        Lang::Rust => Some(outer).filter(|node| node.kind() == "function_item"),
+        Lang::TypeScript | Lang::Tsx => with_parameters(outer),
+    };
+    let Some(function) = function else { return Ok(None) };
+    let refuse = |why: String| {
+        tracing::info!(function = name, %why, "no characterisation test");
+        Ok(Some(nothing(&format!("{}: {why}", target.title))))
+    };
+    if function.parent().is_some_and(|parent| parent.kind() == "declaration_list") {
+        return refuse("an associated function or method is not run (free functions are)".to_owned());
+    }
+    let Some(parameters) = pure::parameters(function, source) else {
+        return refuse("a method is not run (free functions are)".to_owned());
+    };
+    let return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
+    if lang == Lang::Rust && return_type.is_none() {
+        return refuse("it returns nothing to assert on".to_owned());
+    }
+    let export = match lang {
+        Lang::Rust => String::new(),
+        Lang::TypeScript | Lang::Tsx => match ts_export(document, target.function.clone(), name) {
+            TsExport::Named(exported) => exported,
+            TsExport::Default => "default".to_owned(),
+            TsExport::Member | TsExport::NotExported => return Ok(None),
+        },
+    };
+    if let Some(why) = pure::side_effect(lang, &pure::with_callees(root, source, target.function.clone())) {
+        return refuse(format!("not run, {why}"));
+    }
+    // Inputs: calls with literal arguments in the project and the doc comments, values of the parameter types,
+    // then the model's proposals.
+    let mut calls = project_calls(document, name, target.arity);
+    let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
+    let header = &source[function.start_byte()..header_end];
+    let values: Vec<Vec<String>> = parameters
+        .iter()
+        .map(|parameter| match lang {
+            Lang::Rust => pure::rust_values(&parameter.ty, header),
+            Lang::TypeScript | Lang::Tsx => pure::ts_values(&parameter.ty),
+        })
+        .collect();
+    let mut values = values;
+    let found = pure::literals(function, source);
+    for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
+        pure::add_literals(lang, &parameter.ty, &found, values);
+    }
+    push_new(&mut calls, pure::combine(&values, 32));
+    // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
+    if calls.len() < MODEL_BELOW {
+        let function_source = &source[target.function.clone()];
+        let proposed = propose_inputs(generator, lang, function_source, name, target.arity, budget, cancel);
+        push_new(&mut calls, proposed.await?);
+    }
+    calls.truncate(MAX_INPUTS);
+    if calls.is_empty() {
+        return refuse("no inputs: no call with literal arguments, no values for its parameter types".to_owned());
+    }
+    let prepared_ms = started.elapsed().as_millis();
+
+    let session = match exec.scratch_session().await {
+        Ok(session) => session,
+        Err(why) => {
+            tracing::info!(%why, "characterisation tests not made: code may not run");
+            return Ok(None);
+        }
+    };
+    let limit = exec.time_limit();
+    let probed = match lang {
+        Lang::Rust => probe_rust(&session, document, function.byte_range(), name, &calls, limit, cancel).await,
+        Lang::TypeScript | Lang::Tsx => {
+            probe_ts(&session, document, function.byte_range(), &export, &calls, limit, cancel).await
+        }
+    };
+    let probed = match probed {
+        Ok(probed) => probed,
+        Err(why) => return refuse(why),
+    };
+    drop(session);
+    let Probed { inputs, mutants, build_ms, run_ms } = probed;
+    if inputs.is_empty() {
+        return refuse(format!("no input gave the same value twice without a panic ({} tried)", calls.len()));
+    }
+    let killed: BTreeSet<usize> = inputs.iter().flat_map(|input| input.kills.iter().copied()).collect();
+    if killed.is_empty() {
+        return refuse(format!(
+            "its {} inputs catch none of {} mutants, so a test would assert nothing its code does",
+            inputs.len(),
+            mutants.len()
+        ));
+    }
+    let mut chosen = pure::choose(&inputs, MAX_ASSERTIONS);
+    let test_name = unused_test_name(source, name);
+    let mut outcome = None;
+    let forms: &[bool] = if lang == Lang::Rust { &[true, false] } else { &[true, true, true] };
+    for literal in forms.iter().copied() {
+        if chosen.is_empty() {
+            break;
+        }
+        let assertions: Vec<String> = chosen
+            .iter()
+            .map(|idx| {
+                let input = &inputs[*idx];
+                let call = format!("{name}{}", input.call);
+                match lang {
+                    Lang::Rust if literal => {
+                        pure::rust_assertion(&call, &input.value, return_type.as_deref().unwrap_or(""))
+                    }
+                    Lang::Rust => format!("assert_eq!(format!(\"{{:?}}\", {call}), {:?});", input.value),
+                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, &call, &input.value),
+                }
+            })
+            .collect();
+        let change = match lang {
+            Lang::Rust => {
+                let body: String = assertions.iter().map(|line| format!("        {line}\n")).collect();
+                let test_fn = format!("    #[test]\n    fn {test_name}() {{\n{body}    }}\n");
+                rust_test_change(document, existing_test_module(document), &test_fn)
+            }
+            Lang::TypeScript | Lang::Tsx => {
+                let body: String = assertions.iter().map(|line| format!("  {line}\n")).collect();
+                ts_test_change(
+                    document,
+                    target.framework,
+                    target.import,
+                    &format!("test(\"{name} works\", () => {{\n{body}}});\n"),
+                )
+            }
+        };
+        match exec.check(&change, cancel).await {
+            Ok(()) => {
+                outcome = Some(change);
+                break;
+            }
+            Err(refusal) => {
+                tracing::info!(%refusal, literal, "characterisation test refused");
+                // A TypeScript argument of the wrong type runs but does not type-check: its assertion goes.
+                let new_text = change.new_text();
+                let Some(line) = refused_line(&refusal) else { break };
+                let Some(text) = new_text.lines().nth(line.saturating_sub(1)) else { break };
+                let Some(position) = assertions.iter().position(|assertion| text.trim() == assertion.trim()) else {
+                    break;
+                };
+                chosen.remove(position);
+            }
+        }
+    }
+    let Some(change) = outcome else {
+        return refuse("the test written from the observed values did not pass on the original".to_owned());
+    };
+    let caught: BTreeSet<usize> = chosen.iter().flat_map(|idx| inputs[*idx].kills.iter().copied()).collect();
+    if caught.is_empty() {
+        return refuse("what remains of the test catches no mutant".to_owned());
+    }
+    tracing::info!(
+        prepared_ms,
+        build_ms,
+        run_ms,
+        total_ms = started.elapsed().as_millis() as u64,
+        inputs = inputs.len(),
+        mutants = mutants.len(),
+        caught = caught.len(),
+        "characterisation test made"
+    );
+    let title = format!(
+        "{}: {} assertions from observed values, catch {} of {} mutants",
+        target.title,
+        chosen.len(),
+        caught.len(),
+        mutants.len()
+    );
+    Ok(Some(TaskOutcome { changes: vec![change], samples_tried: 1, ..nothing(&title) }))
+}
+
+/// The line of a compiler error in the edit, from the gate's refusal (`tsc --noEmit: in the edit: f:12: …`).
+fn refused_line(refusal: &str) -> Option<usize> {
+    let rest = refusal.split_once("in the edit: ")?.1;
+    let (_, after) = rest.split_once(':')?;
+    after.split(':').next()?.trim().parse().ok()
+}
+
+/// The TypeScript function node under a function's range: the node with a parameter list.
+fn with_parameters(node: spark_grammars::tree_sitter::Node) -> Option<spark_grammars::tree_sitter::Node> {
+    let mut stack = vec![node];
+    while let Some(current) = stack.pop() {
+        if current.child_by_field_name("parameters").is_some() {
+            return Some(current);
+        }
+        let mut cursor = current.walk();
+        let children: Vec<_> = current.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    None
+}
+
+/// The assertion of a TypeScript test in the project's framework.
+fn ts_assertion(framework: TsFramework, call: &str, value: &str) -> String {
+    match framework {
+        TsFramework::NodeTest => format!("assert.deepStrictEqual({call}, {value});"),
+        TsFramework::Vitest | TsFramework::Jest => format!("expect({call}).toStrictEqual({value});"),
+    }
+}
+
+fn push_new(calls: &mut Vec<String>, more: Vec<String>) {
+    for call in more {
+        if !calls.contains(&call) {
+            calls.push(call);
+        }
+    }
+}
+
+/// `<name>_works`, or another name when the file has that one.
+fn unused_test_name(source: &str, name: &str) -> String {
+    ["works", "characterised", "observed"]
+        .iter()
+        .map(|suffix| format!("{name}_{suffix}"))
+        .find(|candidate| !source.contains(&format!("fn {candidate}(")))
+        .unwrap_or_else(|| format!("{name}_spark"))
+}
+
+/// Calls of the function with literal arguments in the document (its doc comments too) and in the other source
+/// files of its project (at most a few MB read).
+fn project_calls(document: &TaskDocument, name: &str, arity: Option<(usize, usize)>) -> Vec<String> {
+    let mut calls = pure::literal_calls(document.lang, &document.text, name, arity);
+    let Some(project) = document.path.as_deref().and_then(exec_check::find_project) else { return calls };
+    let extension = document.path.as_deref().and_then(Path::extension).map(|ext| ext.to_owned());
+    let mut budget: u64 = 4 << 20;
+    let mut stack = vec![project.root.join(&project.crate_dir)];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let file_name = entry.file_name();
+            if ["target", "node_modules", ".git"].iter().any(|skip| file_name == *skip) {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() && path.extension().map(|ext| ext.to_owned()) == extension {
+                let size = entry.metadata().map(|meta| meta.len()).unwrap_or(u64::MAX);
+                if size > budget || files > 400 || Some(path.as_path()) == document.path.as_deref() {
+                    continue;
+                }
+                budget -= size;
+                files += 1;
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    push_new(&mut calls, pure::literal_calls(document.lang, &text, name, arity));
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// Argument lists the model proposes for the function: a short answer, two samples.
+async fn propose_inputs(
+    generator: &Generator<'_>,
+    lang: Lang,
+    function_source: &str,
+    name: &str,
+    arity: Option<(usize, usize)>,
+    budget: TaskBudget,
+    cancel: &CancellationToken,
+) -> Result<Vec<String>, EngineError> {
+    let tag = super::fence_tag(lang);
+    let (example, example_calls) = match lang {
+        Lang::Rust => (
+            "fn clamp(x: i32, lo: i32, hi: i32) -> i32 {\n    if x < lo { lo } else if x > hi { hi } else { x }\n}",
+            "clamp(5, 0, 10)\nclamp(-3, 0, 10)\nclamp(12, 0, 10)\nclamp(0, 0, 0)\nclamp(10, 0, 10)",
+        ),
+        Lang::TypeScript | Lang::Tsx => (
+            "export function clamp(x: number, lo: number, hi: number): number {\n  return x < lo ? lo : x > hi ? hi : x;\n}",
+            "clamp(5, 0, 10)\nclamp(-3, 0, 10)\nclamp(12, 0, 10)\nclamp(0, 0, 0)\nclamp(10, 0, 10)",
+        ),
+    };
+    let task = TaskPrompt {
+        system: "You propose inputs for unit tests. Answer with function calls only, one per line.".to_owned(),
+        instruction: format!(
+            "```{tag}\n{function_source}\n```\n\nWrite 8 different calls of `{name}` with literal arguments (numbers, \
+             strings, booleans, arrays of them) that reach each branch and edge case: empty, zero, one, boundaries, \
+             typical values. One call per line, nothing else."
+        ),
+        few_shot: format!(
+            "{example}\n// Calls of clamp with literal arguments:\n{example_calls}\n\n{function_source}\n// Calls of \
+             {name} with literal arguments:\n{name}("
+        ),
+        few_shot_stops: vec!["\n\n".to_owned()],
+        chat_prefill: format!("```{tag}\n{name}("),
+        chat_stops: vec!["```".to_owned()],
+    };
+    let started = Instant::now();
+    let time = budget.time.min(Duration::from_secs(4));
+    let mut calls = Vec::new();
+    for sample_idx in 0..2u32 {
+        let left = time.saturating_sub(started.elapsed());
+        if left.is_zero() || cancel.is_cancelled() {
+            break;
+        }
+        let sampling =
+            if sample_idx == 0 { Sampling::default() } else { Sampling { temperature: 0.7, seed: 31 + sample_idx } };
+        let request = CompletionRequest {
+            lane: TASK_LANE,
+            header: String::new(),
+            prefix: String::new(),
+            suffix: String::new(),
+            mode: StopMode::Free,
+            indent: String::new(),
+            max_tokens: 160,
+            max_lines: usize::MAX,
+            deadline: Instant::now() + left,
+            cancel: cancel.clone(),
+            raw_prompt: true,
+            stop_strings: Vec::new(),
+            sampling,
+            background: false,
+            min_confidence: 0.0,
+            speculate: false,
+            heal: false,
+        };
+        let generated = match generator.generate_task(&task, request).await {
+            Ok(generated) => generated,
+            Err(error) if cancel.is_cancelled() => return Err(error),
+            Err(error) => {
+                tracing::info!(%error, "no inputs from the model");
+                break;
+            }
+        };
+        let text = match generated.style {
+            PromptStyle::FewShot => format!("{name}({}", generated.completion.text),
+            PromptStyle::ChatPrefilled => format!("{name}({}", strip_code_fences(&generated.completion.text)),
+            PromptStyle::Chat => first_code_block(&generated.completion.text),
+        };
+        push_new(&mut calls, pure::literal_calls(lang, &text, name, arity));
+        // A second, sampled answer only when the first gave few inputs.
+        if calls.len() >= 4 {
+            break;
+        }
+    }
+    Ok(calls)
+}
+
+/// What probing gave: the inputs kept (same value twice on the original, no panic) with the mutants each
+/// kills, the mutants run, and where the time went.
+struct Probed {
+    inputs: Vec<Input>,
+    mutants: Vec<Mutant>,
+    build_ms: u64,
+    run_ms: u64,
+}
+
+/// Builds the probe (the file with the mutant schemata and a test printing each call's Debug output) in the
+/// scratch copy, dropping the calls and mutants the compiler rejects, then runs it.
+async fn probe_rust(
+    session: &ScratchSession,
+    document: &TaskDocument,
+    function: Range<usize>,
+    name: &str,
+    calls: &[String],
+    build_limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<Probed, String> {
+    let project = session.project().clone();
+    let root = document.tree.root_node();
+    let mut skip_mutants = BTreeSet::new();
+    let mut live: Vec<usize> = (0..calls.len()).collect();
+    let mut build_ms = 0;
+    let build = exec_check::cargo_build_tests_step(&project);
+    let file_in_project = project.file.clone();
+    let file_name = file_in_project.to_string_lossy().into_owned();
+    for attempt in 0..4 {
+        let (text, mutants) =
+            pure::schemata(document.lang, root, &document.text, function.clone(), &skip_mutants, MAX_MUTANTS);
+        let (probe, first_line) = rust_probe_module(&text, name, calls, &live);
+        session.write(&file_in_project, &probe)?;
+        let built = session.run(&build, &[], build_limit, cancel).await?;
+        build_ms += built.ms;
+        if built.timed_out {
+            return Err(format!("building the probe took longer than {} ms", build_limit.as_millis()));
+        }
+        let errors = exec_check::parse_cargo_json(&built.stdout);
+        if errors.is_empty() {
+            let executable = exec_check::test_executable(&built.stdout)
+                .ok_or_else(|| format!("cargo test --no-run built no test binary: {}", last_line(&built.stderr)))?;
+            let step = Step {
+                program: executable,
+                args: ["spark_probe::probe", "--nocapture", "--test-threads=1", "-q"].map(str::to_owned).to_vec(),
+                dir: project.crate_dir.clone(),
+                label: "the probe",
+            };
+            let started = Instant::now();
+            let inputs = run_probe(session, &step, calls, &live, &mutants, cancel).await?;
+            return Ok(Probed { inputs, mutants, build_ms, run_ms: started.elapsed().as_millis() as u64 });
+        }
+        let mut progressed = false;
+        for error in &errors {
+            let line = (error.line as usize).saturating_sub(1);
+            if error.file != file_name {
+                return Err(format!("the probe does not build: {error}"));
+            }
+            if line >= first_line {
+                let position = line - first_line;
+                if position < live.len() {
+                    tracing::debug!(call = %calls[live[position]], %error, "probe input dropped");
+                    live.remove(position);
+                    progressed = true;
+                    continue;
+                }
+            }
+            let on_line: Vec<usize> =
+                mutants.iter().filter(|mutant| mutant.line == line).map(|mutant| mutant.id).collect();
+            if !on_line.is_empty() {
+                skip_mutants.extend(on_line);
+                progressed = true;
+            }
+        }
+        if !progressed {
+            return Err(format!("the probe does not build: {}", errors[0]));
+        }
+        if live.is_empty() {
+            return Err("no input compiles as arguments of the function".to_owned());
+        }
+        tracing::debug!(attempt, inputs = live.len(), skipped = skip_mutants.len(), "probe rebuilt");
+    }
+    Err("the probe still does not build after dropping the inputs and mutants the compiler rejected".to_owned())
+}
+
+/// Probes a TypeScript function: the schemata in the copy, every TypeScript file of the package transpiled
+/// to CommonJS (the TypeScript compiler's transpile API, through node), then node runs the probe script.
+async fn probe_ts(
+    session: &ScratchSession,
+    document: &TaskDocument,
+    function: Range<usize>,
+    export: &str,
+    calls: &[String],
+    build_limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<Probed, String> {
+    let project = session.project().clone();
+    let tsc =
+        exec_check::project_tsc(&project).ok_or("no TypeScript compiler (tsc) in node_modules/.bin or on PATH")?;
+    let tsc = std::fs::canonicalize(&tsc).map_err(|error| format!("{}: {error}", tsc.display()))?;
+    // `…/typescript/bin/tsc` → `…/typescript/lib/typescript.js`.
+    let library = tsc
+        .parent()
+        .and_then(Path::parent)
+        .map(|package| package.join("lib/typescript.js"))
+        .filter(|library| library.is_file())
+        .ok_or_else(|| format!("no lib/typescript.js beside {}", tsc.display()))?;
+    let root = document.tree.root_node();
+    let (text, mutants) = pure::schemata(document.lang, root, &document.text, function, &BTreeSet::new(), MAX_MUTANTS);
+    session.write(&project.file, &text)?;
+    let out_dir = session.target_dir().join("probe-js");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let module = project.file.with_extension("js").to_string_lossy().into_owned();
+    let script = pure::ts_probe_script(&library.to_string_lossy(), &out_dir.to_string_lossy(), &module, export, calls);
+    let script_path = Path::new(".spark-probe/probe.cjs");
+    session.write(script_path, &script)?;
+    let build = Step {
+        program: "node".into(),
+        args: vec![script_path.to_string_lossy().into_owned(), "build".to_owned()],
+        dir: Default::default(),
+        label: "transpiling the probe",
+    };
+    let built = session.run(&build, &[], build_limit, cancel).await?;
+    if built.status != Some(0) {
+        return Err(format!("transpiling the package failed: {}", last_line(&built.stderr)));
+    }
+    let step = Step {
+        program: "node".into(),
+        args: vec![script_path.to_string_lossy().into_owned()],
+        dir: Default::default(),
+        label: "the probe",
+    };
+    let live: Vec<usize> = (0..calls.len()).collect();
+    let started = Instant::now();
+    let inputs = run_probe(session, &step, calls, &live, &mutants, cancel).await?;
+    Ok(Probed { inputs, mutants, build_ms: built.ms, run_ms: started.elapsed().as_millis() as u64 })
+}
+
+/// The file with a probe module appended: one line per call (the compiler's errors are mapped back to calls by
+/// line), each printing `SPARK_PROBE <idx> start`, then the call's Debug output or `panic`. Returns the text and
+/// the 0-based line of the first call.
+fn rust_probe_module(text: &str, name: &str, calls: &[String], live: &[usize]) -> (String, usize) {
+    let mut out = text.to_owned();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let mark = pure::PROBE_MARK;
+    out.push_str(&format!(
+        "#[cfg(test)]\n#[allow(warnings, clippy::all)]\nmod spark_probe {{\n    use super::*;\n    \
+         fn report(idx: usize, result: ::std::thread::Result<String>) {{\n        match result {{\n            \
+         Ok(debug) if debug.len() <= {max} => println!(\"{mark} {{idx}} ok {{debug:?}}\"),\n            \
+         Ok(_) => println!(\"{mark} {{idx}} big\"),\n            Err(_) => println!(\"{mark} {{idx}} panic\"),\n        \
+         }}\n    }}\n    #[test]\n    fn probe() {{\n        ::std::panic::set_hook(Box::new(|_| {{}}));\n        \
+         let from: usize = ::std::env::var(\"{from}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0);\n",
+        max = pure::MAX_DEBUG_LEN,
+        from = pure::FROM_VAR,
+    ));
+    let first_line = out.matches('\n').count();
+    for idx in live {
+        let call = &calls[*idx];
+        out.push_str(&format!(
+            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {name}{call})))); }}\n"
+        ));
+    }
+    out.push_str("    }\n}\n");
+    (out, first_line)
+}
+
+/// Runs the probe: twice on the original (an input whose value differs between the runs, or that panics or
+/// crashes, is dropped), then once per mutant.
+async fn run_probe(
+    session: &ScratchSession,
+    step: &Step,
+    calls: &[String],
+    live: &[usize],
+    mutants: &[Mutant],
+    cancel: &CancellationToken,
+) -> Result<Vec<Input>, String> {
+    let first = observe(session, step, live, None, ORIGINAL_LIMIT, cancel).await?;
+    let second = observe(session, step, live, None, ORIGINAL_LIMIT, cancel).await?;
+    let mut inputs: Vec<(usize, Input)> = live
+        .iter()
+        .filter_map(|idx| match (first.get(idx), second.get(idx)) {
+            (Some(Observation::Value(one)), Some(Observation::Value(two))) if one == two => {
+                Some((*idx, Input { call: calls[*idx].clone(), value: one.clone(), kills: BTreeSet::new() }))
+            }
+            _ => None,
+        })
+        .collect();
+    let kept: Vec<usize> = inputs.iter().map(|(idx, _)| *idx).collect();
+    let started = Instant::now();
+    for mutant in mutants {
+        if started.elapsed() > MUTANTS_TOTAL || kept.is_empty() {
+            break;
+        }
+        let observed = observe(session, step, &kept, Some(mutant.id), MUTANT_LIMIT, cancel).await?;
+        for (idx, input) in &mut inputs {
+            let differs = match observed.get(idx) {
+                Some(Observation::Value(value)) => *value != input.value,
+                Some(Observation::Panic | Observation::Crashed | Observation::Big) => true,
+                None => false,
+            };
+            if differs {
+                input.kills.insert(mutant.id);
+            }
+        }
+    }
+    Ok(inputs.into_iter().map(|(_, input)| input).collect())
+}
+
+/// One pass of the probe over `inputs` (the original, or a mutant): an input that crashes or hangs the process
+/// is recorded as such and the rest run again from the next one (on the original; a mutant's pass ends there).
+async fn observe(
+    session: &ScratchSession,
+    step: &Step,
+    inputs: &[usize],
+    mutant: Option<usize>,
+    limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<HashMap<usize, Observation>, String> {
+    let mut observed = HashMap::new();
+    let mut from = 0;
+    for _ in 0..4 {
+        let mut env = vec![(pure::FROM_VAR, from.to_string())];
+        if let Some(id) = mutant {
+            env.push((pure::MUTANT_VAR, id.to_string()));
+        }
+        let ran = session.run(step, &env, limit, cancel).await?;
+        let (found, started) = pure::parse_probe(&ran.stdout);
+        observed.extend(found);
+        let finished = ran.status == Some(0) && !ran.timed_out && !ran.truncated;
+        if finished {
+            break;
+        }
+        // The input that started last and said nothing crashed or hung the process.
+        let Some(culprit) = started.filter(|idx| !observed.contains_key(idx)) else { break };
+        observed.insert(culprit, Observation::Crashed);
+        if mutant.is_some() {
+            break;
+        }
+        match inputs.iter().position(|idx| *idx == culprit).and_then(|at| inputs.get(at + 1)) {
+            Some(next) => from = *next,
+            None => break,
+        }
+    }
+    Ok(observed)
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_lines_and_test_names() {
+        let cases = [
+            ("tsc --noEmit: in the edit: src/a.test.ts:7: error[TS2345]: Argument of type", Some(7)),
+            ("node --test: the generated test fails", None),
+        ];
+        for (refusal, expected) in cases {
+            assert_eq!(refused_line(refusal), expected, "{refusal}");
+        }
+        assert_eq!(unused_test_name("fn f() {}", "f"), "f_works");
+        assert_eq!(unused_test_name("fn f_works() {}", "f"), "f_characterised");
+    }
+
+    #[test]
+    fn the_probe_module_has_one_line_per_input() {
+        let calls = ["(1)".to_owned(), "(\"a\")".to_owned(), "(2)".to_owned()];
+        let (text, first) = rust_probe_module("pub fn f() {}", "f", &calls, &[0, 2]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[first].contains("report(0,") && lines[first].contains("f(1)"), "{text}");
+        assert!(lines[first + 1].contains("report(2,") && lines[first + 1].contains("f(2)"), "{text}");
+        assert!(!text.contains("f(\"a\")"), "{text}");
+        assert!(crate::parse::text(Lang::Rust, &text).is_some_and(|tree| !tree.root_node().has_error()), "{text}");
+    }
+}
