@@ -9,13 +9,13 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use spark_engine::{CompletionRequest, EngineError, Sampling, StopMode};
+use spark_engine::{EngineError, Sampling};
 use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
 use super::characterise::{self as pure, Input, Mutant, Observation};
 use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport, TsFramework};
-use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome, TASK_LANE};
+use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome};
 use crate::exec_check::{self, Gate, ScratchSession, Step};
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 
@@ -366,25 +366,7 @@ async fn propose_inputs(
         }
         let sampling =
             if sample_idx == 0 { Sampling::default() } else { Sampling { temperature: 0.7, seed: 31 + sample_idx } };
-        let request = CompletionRequest {
-            lane: TASK_LANE,
-            header: String::new(),
-            prefix: String::new(),
-            suffix: String::new(),
-            mode: StopMode::Free,
-            indent: String::new(),
-            max_tokens: 160,
-            max_lines: usize::MAX,
-            deadline: Instant::now() + left,
-            cancel: cancel.clone(),
-            raw_prompt: true,
-            stop_strings: Vec::new(),
-            sampling,
-            background: false,
-            min_confidence: 0.0,
-            speculate: false,
-            heal: false,
-        };
+        let request = super::task_request(160, Instant::now() + left, cancel, sampling);
         let generated = match generator.generate_task(&task, request).await {
             Ok(generated) => generated,
             Err(error) if cancel.is_cancelled() => return Err(error),
