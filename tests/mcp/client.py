@@ -235,9 +235,11 @@ async def cancel_session():
             async def cancellation():
                 # Wait for the model: a trivial call that uses it.
                 await call(session, "complete", {"file": "src/scratch.rs", "text": "fn f() {\n    $0\n}\n"})
-                # Examples no pattern can satisfy: nothing verifies, so only the cancel ends the sampling.
-                long_call = asyncio.ensure_future(session.call_tool("generate_regex", {
-                    "description": "a word", "must_match": ["abc"], "must_not_match": ["abc"]}))
+                # Tests written by the model (no --run here): each sample is seconds of generation, so the call is
+                # still sampling when it is cancelled 2 s in. (A regex with contradictory examples is refused at
+                # once now, before any model call.)
+                long_call = asyncio.ensure_future(session.call_tool("generate_tests", {
+                    "file": "src/tested.rs", "function": "double"}))
                 await asyncio.sleep(2.0)
                 finished_early = long_call.done()
                 early = text_of(long_call.result())[:300] if finished_early else ""
