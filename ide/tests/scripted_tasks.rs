@@ -6,7 +6,7 @@ use std::time::Duration;
 use spark_engine::Engine;
 use spark_grammars::Lang;
 use spark_ide::route::Generator;
-use spark_ide::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use spark_ide::tasks::{self, Origin, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
 use tokio_util::sync::CancellationToken;
 
 fn document(lang: Lang, text: &str) -> TaskDocument {
@@ -74,25 +74,31 @@ fn the_first_good_sample_is_offered_after_bad_ones() {
 }
 
 #[test]
-fn a_regex_that_misses_an_example_is_refused_and_one_that_matches_is_offered() {
+fn a_regex_the_examples_settle_is_offered_without_asking_the_model() {
+    // The examples alone settle one reading (four digits, a counter-example of two): offered from them, in each
+    // language's dialect; the scripted model's wrong answer is never asked for.
     let fixture = "fn f() {\n    // regex: a year, matches 2024, 1999, not 24$0\n}\n";
-    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["\\d{2}$"]), "does not match");
-    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["\\d+$"]), "matches \"24\"");
-    refused(&run(TaskKind::Regex, Lang::Rust, fixture, &["(\\d{4}$"]), "does not compile");
-    let outcome = run(TaskKind::Regex, Lang::Rust, fixture, &["\\d{4}$"]);
+    let outcome = run(TaskKind::Regex, Lang::Rust, fixture, &["\\d+$"]);
     assert!(outcome.verified(), "{outcome:?}");
-    assert!(outcome.changes[0].insert.contains(r#"regex::Regex::new(r"^\d{4}$")"#), "{:?}", outcome.changes[0].insert);
+    assert_eq!((outcome.origin, outcome.samples_tried), (Origin::Examples, 0), "{outcome:?}");
+    assert!(
+        outcome.changes[0].insert.contains(r#"regex::Regex::new(r"^[0-9]{4}$")"#),
+        "{:?}",
+        outcome.changes[0].insert
+    );
+    let fixture = "export function f(s: string) {\n  // regex: a year, matches 2024, 1999, not 24$0\n  return s;\n}\n";
+    let outcome = run(TaskKind::Regex, Lang::TypeScript, fixture, &["\\d+$"]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains("const re = /^[0-9]{4}$/;"), "{:?}", outcome.changes[0].insert);
 }
 
 #[test]
-fn ecmascript_regexes_are_checked_in_their_own_dialect() {
+fn a_regex_nothing_settles_is_not_guessed() {
+    // Every reading of the examples also takes the counter-example, and one model sample alone is never offered:
+    // nothing is, and the reasons say why.
     let fixture = "export function f(s: string) {\n  // regex: after a, matches ab, not cb$0\n  return s;\n}\n";
-    // `(?<=a)b` compiles as ECMAScript (the regex crate would refuse it) but cannot match the whole of "ab";
-    // `.b` also matches "cb"; `ab` is right.
     let outcome = run(TaskKind::Regex, Lang::TypeScript, fixture, &["(?<=a)b$", ".b$", "ab$"]);
-    assert!(outcome.verified(), "{outcome:?}");
-    assert_eq!(outcome.rejections, vec!["does not match \"ab\"".to_owned(), "matches \"cb\"".to_owned()]);
-    assert!(outcome.changes[0].insert.contains("const re = /^ab$/;"), "{:?}", outcome.changes[0].insert);
+    refused(&outcome, "matches \"cb\"");
 }
 
 #[test]

@@ -331,8 +331,10 @@ pub fn literals(function: Node, source: &str) -> Literals {
             "char_literal" if !found.chars.iter().any(|seen| seen == text) => found.chars.push(text.to_owned()),
             _ => {}
         }
+        // Children pushed last to first, so that they are visited in document order.
         let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
     }
     found
 }
