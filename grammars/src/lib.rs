@@ -169,27 +169,9 @@ pub fn smallest_capture<'t>(
     start_byte: usize,
     end_byte: usize,
 ) -> Option<Node<'t>> {
-    let capture_idx = query.capture_index_for_name(capture)?;
-    let (start_byte, end_byte) = (start_byte.min(end_byte), start_byte.max(end_byte));
-    // No `set_byte_range`: a pattern may start at a node outside the range (the `#[test]` attribute before a
-    // test function), and a restricted cursor would drop that match.
-    let mut cursor = QueryCursor::new();
-    let mut captures = cursor.captures(query, root, source);
-    let mut best: Option<Node<'t>> = None;
-    while let Some((query_match, idx)) = captures.next() {
-        let node = query_match.captures[*idx].node;
-        if query_match.captures[*idx].index != capture_idx {
-            continue;
-        }
-        if node.start_byte() > start_byte || node.end_byte() < end_byte {
-            continue;
-        }
-        // Captures come in document order, outer nodes before inner ones, so `<=` prefers the inner node.
-        if best.is_none_or(|best| node.byte_range().len() <= best.byte_range().len()) {
-            best = Some(node);
-        }
-    }
-    best
+    // No byte range: a pattern may start at a node outside the range (the `#[test]` attribute before a test
+    // function), and a restricted cursor would drop that match.
+    smallest_capture_in(query, capture, root, source, start_byte, end_byte, false)
 }
 
 /// [`smallest_capture`] for queries whose every pattern is one captured node (blocks, items): only the part of the
@@ -204,11 +186,26 @@ pub fn smallest_capture_near<'t, I: AsRef<[u8]>>(
     start_byte: usize,
     end_byte: usize,
 ) -> Option<Node<'t>> {
+    smallest_capture_in(query, capture, root, text, start_byte, end_byte, true)
+}
+
+/// The search of both: over the whole tree, or (`near`) over the nodes that intersect the range only.
+fn smallest_capture_in<'t, I: AsRef<[u8]>>(
+    query: &Query,
+    capture: &str,
+    root: Node<'t>,
+    text: impl tree_sitter::TextProvider<I>,
+    start_byte: usize,
+    end_byte: usize,
+    near: bool,
+) -> Option<Node<'t>> {
     let capture_idx = query.capture_index_for_name(capture)?;
     let (start_byte, end_byte) = (start_byte.min(end_byte), start_byte.max(end_byte));
     let mut cursor = QueryCursor::new();
-    // Nodes that contain the range intersect it; one byte either side, since an empty range intersects nothing.
-    cursor.set_byte_range(start_byte.saturating_sub(1)..end_byte + 1);
+    if near {
+        // Nodes that contain the range intersect it; one byte either side, since an empty range intersects nothing.
+        cursor.set_byte_range(start_byte.saturating_sub(1)..end_byte + 1);
+    }
     let mut captures = cursor.captures(query, root, text);
     let mut best: Option<Node<'t>> = None;
     while let Some((query_match, idx)) = captures.next() {
@@ -219,6 +216,7 @@ pub fn smallest_capture_near<'t, I: AsRef<[u8]>>(
         if node.start_byte() > start_byte || node.end_byte() < end_byte {
             continue;
         }
+        // Captures come in document order, outer nodes before inner ones, so `<=` prefers the inner node.
         if best.is_none_or(|best| node.byte_range().len() <= best.byte_range().len()) {
             best = Some(node);
         }
