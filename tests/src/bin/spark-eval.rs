@@ -2,9 +2,12 @@
 //! cases, drives `spark-lsp` over stdio with each model and scores every answer independently; writes
 //! `target/eval/report.md`, `report.json` and `report.png`.
 //!
-//! Usage: spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models]
-//!        [--only ID,...] [--settings JSON]... [--min-confidence X]...
+//! Usage: spark-eval [--quick] [--split dev|test] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]...
+//!        [--all-models] [--only ID,...] [--settings JSON]... [--min-confidence X]...
 //!        spark-eval --fetch-only
+//!        spark-eval --tables target/eval/report.json
+//! (`--split dev` is what tuning and sweeps read; `--split test` is held out: what the README reports. Without it
+//! both run, side by side in every table. `--tables` prints the tables of a report's JSON again.)
 //! (`--fetch-only` fetches the pinned corpus into target/eval/corpus/ and stops: the real-editor pause tests type
 //! into its files. `--only` reruns the named cases of target/eval/cases.json, e.g. after a harness fix. Each `--settings` runs
 //! every model again with those Spark settings, e.g. `{"inline":{"deadlineMs":500}}`; `--min-confidence X` is
@@ -29,10 +32,23 @@ fn main() -> Result<()> {
     let mut only: Vec<String> = Vec::new();
     let mut variants: Vec<serde_json::Value> = Vec::new();
     let mut llama_vim = false;
+    let mut split: Option<corpus::Split> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
+            "--split" => split = Some(corpus::Split::parse(&args.next().context("--split needs dev or test")?)?),
+            "--tables" => {
+                // The tables again from a report's JSON: what the README and docs quote is made by this, not typed.
+                let path = args.next().context("--tables needs a report JSON, e.g. target/eval/report.json")?;
+                let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+                let value: serde_json::Value =
+                    serde_json::from_str(&text).with_context(|| format!("parsing {path}"))?;
+                for run in report::from_json(&value)? {
+                    println!("{}", report::markdown(&run));
+                }
+                return Ok(());
+            }
             "--llama-vim" => llama_vim = true,
             "--tasks" => {
                 let list = args.next().context("--tasks needs a list, e.g. ghost,fix")?;
@@ -81,8 +97,9 @@ fn main() -> Result<()> {
             }
             "-h" | "--help" => {
                 println!(
-                    "spark-eval [--quick] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... [--all-models] \
-                     [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim] | --fetch-only"
+                    "spark-eval [--quick] [--split dev|test] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... \
+                     [--all-models] [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim] \
+                     | --fetch-only | --tables REPORT.json"
                 );
                 return Ok(());
             }
@@ -141,6 +158,15 @@ fn main() -> Result<()> {
     } else {
         (Vec::new(), Vec::new())
     };
+    let (mut cases, mut next_edit) = (cases, next_edit);
+    if let Some(split) = split {
+        cases.ghost.retain(|case| case.split == split);
+        cases.fix.retain(|case| case.split == split);
+        cases.tests.retain(|case| case.split == split);
+        cases.regex.retain(|case| case.split == split);
+        next_edit.retain(|case| case.split == split);
+        log(&format!("--split {}: only its cases", split.name()));
+    }
     let inputs = run::Inputs { cases: &cases, packages: &packages, histories: &histories, next_edit: &next_edit };
     if variants.is_empty() {
         variants.push(serde_json::json!({}));
@@ -195,6 +221,12 @@ fn main() -> Result<()> {
     // a next-edit run, which takes seconds, overwrite the others').
     let next_edit_only = tasks.iter().all(|task| task == "next-edit");
     let stem = match (quick, only.is_empty()) {
+        _ if split.is_some() => match (quick, split) {
+            (true, Some(corpus::Split::Dev)) => "report-dev-quick",
+            (true, _) => "report-test-quick",
+            (false, Some(corpus::Split::Dev)) => "report-dev",
+            (false, _) => "report-test",
+        },
         (_, false) => "report-only",
         (true, _) if next_edit_only => "report-next-edit-quick",
         (true, _) => "report-quick",

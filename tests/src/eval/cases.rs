@@ -9,17 +9,23 @@ use anyhow::{Context, Result};
 use spark_grammars::tree_sitter::Node;
 
 use super::check::{Diag, Scratch};
-use super::corpus::{Lang, Package};
+use super::corpus::{Lang, Package, Split};
 use super::{eval_dir, fingerprint, Rng, SEED};
 use crate::workspace_root;
 
 /// Bump when the way cases are drawn changes (invalidates the cache).
-pub const GENERATOR: &str = "cases-v4";
+pub const GENERATOR: &str = "cases-v5";
+
+/// Mixed into [`SEED`] for the test split: its draws do not shift the dev split's (dev cases are drawn exactly as
+/// before the split existed).
+const TEST_SALT: u64 = 0x7e57_0000_0000_0001;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct GhostCase {
     pub id: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub package: String,
     pub file: String,
     /// Byte offset in the file where the span to type starts (after the line's indentation).
@@ -32,6 +38,8 @@ pub struct GhostCase {
 pub struct FixCase {
     pub id: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub package: String,
     pub file: String,
     /// "syntactic" or "semantic".
@@ -47,6 +55,8 @@ pub struct FixCase {
 pub struct TestsCase {
     pub id: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub package: String,
     pub file: String,
     pub function: String,
@@ -63,6 +73,8 @@ pub struct TestsCase {
 pub struct RegexCase {
     pub id: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub description: String,
     pub shown: Vec<String>,
     pub shown_not: Vec<String>,
@@ -105,37 +117,62 @@ pub struct Sizes {
 
 pub const FULL: Sizes = Sizes { ghost_chars: 480, fix_per_class_and_lang: 16, tests_per_lang: 21 };
 
+/// The regex spec files: the dev split's (`regex.toml`, tuned on) and the held-out test split's
+/// (`regex-test.toml`).
+pub const REGEX_SPECS: [(&str, Split); 2] =
+    [("tests/eval/regex.toml", Split::Dev), ("tests/eval/regex-test.toml", Split::Test)];
+
 pub fn regex_specs_text() -> Result<String> {
-    std::fs::read_to_string(workspace_root().join("tests/eval/regex.toml")).context("reading tests/eval/regex.toml")
+    let mut text = String::new();
+    for (relative, _) in REGEX_SPECS {
+        text.push_str(
+            &std::fs::read_to_string(workspace_root().join(relative)).with_context(|| format!("reading {relative}"))?,
+        );
+    }
+    Ok(text)
 }
 
-/// The regex specs of `tests/eval/regex.toml`.
+/// The regex specs of both files (test ids start with `test-`).
 pub fn regex_cases() -> Result<Vec<RegexCase>> {
-    let document: toml_edit::DocumentMut = regex_specs_text()?.parse().context("tests/eval/regex.toml")?;
-    let tables = document.get("spec").and_then(|item| item.as_array_of_tables()).context("[[spec]] tables")?;
     let mut cases = Vec::new();
-    for (idx, table) in tables.iter().enumerate() {
-        let text = |key: &str| table.get(key).and_then(|item| item.as_str()).map(str::to_owned).context(key.to_owned());
-        let list = |key: &str| -> Vec<String> {
-            table
-                .get(key)
-                .and_then(|item| item.as_array())
-                .map(|array| array.iter().filter_map(|value| value.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default()
-        };
-        let lang = if text("lang")? == "rust" { Lang::Rust } else { Lang::Ts };
-        cases.push(RegexCase {
-            id: format!("regex-{idx:02}"),
-            lang,
-            description: text("description")?,
-            shown: list("shown"),
-            shown_not: list("shown_not"),
-            held: list("held"),
-            held_not: list("held_not"),
-            reference: text("reference")?,
-        });
+    for (relative, split) in REGEX_SPECS {
+        let text =
+            std::fs::read_to_string(workspace_root().join(relative)).with_context(|| format!("reading {relative}"))?;
+        let document: toml_edit::DocumentMut = text.parse().context(relative)?;
+        let tables = document.get("spec").and_then(|item| item.as_array_of_tables()).context("[[spec]] tables")?;
+        for (idx, table) in tables.iter().enumerate() {
+            let text =
+                |key: &str| table.get(key).and_then(|item| item.as_str()).map(str::to_owned).context(key.to_owned());
+            let list = |key: &str| -> Vec<String> {
+                table
+                    .get(key)
+                    .and_then(|item| item.as_array())
+                    .map(|array| array.iter().filter_map(|value| value.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default()
+            };
+            let lang = if text("lang")? == "rust" { Lang::Rust } else { Lang::Ts };
+            cases.push(RegexCase {
+                id: with_split(split, format!("regex-{idx:02}")),
+                lang,
+                split,
+                description: text("description")?,
+                shown: list("shown"),
+                shown_not: list("shown_not"),
+                held: list("held"),
+                held_not: list("held_not"),
+                reference: text("reference")?,
+            });
+        }
     }
     Ok(cases)
+}
+
+/// A case id on its split: dev ids are as they always were, test ids start with `test-`.
+pub fn with_split(split: Split, id: String) -> String {
+    match split {
+        Split::Dev => id,
+        Split::Test => format!("test-{id}"),
+    }
 }
 
 /// The cases: from the cache when corpus, specs and generator are unchanged, else drawn again (minutes: every
@@ -152,13 +189,34 @@ pub fn load_or_generate(packages: &[Package], log: &mut dyn FnMut(&str)) -> Resu
     }
     log("drawing the cases from the corpus (compiler runs; cached in target/eval/cases.json)");
     let mut cases = Cases { key, regex: regex_cases()?, ..Default::default() };
-    let mut rng = Rng::new(SEED);
-    for lang in [Lang::Rust, Lang::Ts] {
-        let in_lang: Vec<&Package> = packages.iter().filter(|package| package.lang == lang).collect();
-        let files = functions_by_file(&in_lang)?;
-        cases.ghost.extend(ghost_cases(lang, &files, FULL.ghost_chars, &mut rng));
-        cases.tests.extend(tests_cases(lang, &files, FULL.tests_per_lang, &mut rng));
-        cases.fix.extend(fix_cases(lang, &in_lang, &files, FULL.fix_per_class_and_lang, &mut rng, log)?);
+    for split in Split::BOTH {
+        // Each split draws from its own packages with its own generator, so the dev cases are the ones drawn
+        // before the test split existed.
+        let mut rng = Rng::new(match split {
+            Split::Dev => SEED,
+            Split::Test => SEED ^ TEST_SALT,
+        });
+        for lang in [Lang::Rust, Lang::Ts] {
+            let in_lang: Vec<&Package> =
+                packages.iter().filter(|package| package.lang == lang && package.split == split).collect();
+            if in_lang.is_empty() {
+                continue;
+            }
+            let files = functions_by_file(&in_lang)?;
+            let mut ghost = ghost_cases(lang, &files, FULL.ghost_chars, &mut rng);
+            let mut tests = tests_cases(lang, &files, FULL.tests_per_lang, &mut rng);
+            let mut fix = fix_cases(lang, &in_lang, &files, FULL.fix_per_class_and_lang, &mut rng, log)?;
+            macro_rules! on_split {
+                ($($list:ident),*) => {$(for case in $list.iter_mut() {
+                    case.split = split;
+                    case.id = with_split(split, std::mem::take(&mut case.id));
+                })*};
+            }
+            on_split!(ghost, tests, fix);
+            cases.ghost.extend(ghost);
+            cases.tests.extend(tests);
+            cases.fix.extend(fix);
+        }
     }
     std::fs::create_dir_all(eval_dir())?;
     std::fs::write(&path, serde_json::to_string_pretty(&cases)?)?;
@@ -266,6 +324,7 @@ fn ghost_cases(lang: Lang, files: &[SourceFile], chars: usize, rng: &mut Rng) ->
         cases.push(GhostCase {
             id: format!("ghost-{}-{:02}", lang.name(), cases.len()),
             lang,
+            split: Split::Dev,
             package: file.package.clone(),
             file: file.file.clone(),
             start,
@@ -377,6 +436,7 @@ fn tests_cases(lang: Lang, files: &[SourceFile], count: usize, rng: &mut Rng) ->
             candidates.push(TestsCase {
                 id: String::new(),
                 lang,
+                split: Split::Dev,
                 package: file.package.clone(),
                 file: file.file.clone(),
                 function: text[name.byte_range()].to_owned(),
@@ -457,6 +517,7 @@ fn fix_cases(
             cases.push(FixCase {
                 id: format!("fix-{}-{class}-{made:02}", lang.name()),
                 lang,
+                split: Split::Dev,
                 package: file.package.clone(),
                 file: file.file.clone(),
                 class: class.to_owned(),

@@ -39,6 +39,8 @@ pub enum TestRun {
 pub struct Scratch {
     pub package: Package,
     pub dir: PathBuf,
+    /// The package's own tests on the original sources (Rust: `cargo test --lib`), run once on first need.
+    own_tests: std::sync::OnceLock<TestRun>,
 }
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(180);
@@ -71,7 +73,7 @@ impl Scratch {
                 std::fs::write(dir.join("tsconfig.base.json"), serde_json::to_string_pretty(&base)?)?;
             }
         }
-        Ok(Scratch { package: package.clone(), dir })
+        Ok(Scratch { package: package.clone(), dir, own_tests: std::sync::OnceLock::new() })
     }
 
     pub fn path(&self, file: &str) -> PathBuf {
@@ -159,6 +161,17 @@ impl Scratch {
                 Ok(TestRun::Ran { passed, failed })
             }
         }
+    }
+
+    /// The JavaScript `tsc` emits for `file` (with `text` swapped in, else the original).
+    pub fn emitted_js(&self, file: &str, text: Option<&str>) -> Result<String> {
+        let files: Vec<(&str, &str)> = text.map(|text| (file, text)).into_iter().collect();
+        let _restore = self.swap_in(&files)?;
+        let out = "out-judge";
+        let _ = std::fs::remove_dir_all(self.dir.join(out));
+        self.tsc(&[file], Some(out))?;
+        let js = self.dir.join(out).join(Path::new(file).with_extension("js"));
+        std::fs::read_to_string(&js).with_context(|| format!("tsc emitted no {}", js.display()))
     }
 
     fn cargo(&self, args: &[&str]) -> Result<std::process::Output> {
@@ -321,16 +334,73 @@ pub fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<std::p
     wrapped.stdin(Stdio::null()).output().with_context(|| format!("running {}", program.to_string_lossy()))
 }
 
-/// The verdict on a fix: correct when the compiler accepts the fixed file (no error anywhere it reports) and so
-/// the diagnostic it was asked to fix is gone.
-pub fn fix_is_correct(scratch: &Scratch, file: &str, fixed: &str, asked: &Diag) -> Result<Result<(), String>> {
+/// How a fix was judged ([`judge_fix`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "verdict", content = "why")]
+pub enum FixVerdict {
+    /// The fixed file is the original again (blanks aside).
+    ExactRestore,
+    /// It compiles, the diagnostic is gone, and it behaves as the original: the package's own tests pass as they
+    /// do on the original (Rust), or the JavaScript it compiles to is the original's (TypeScript: types aside,
+    /// the same program).
+    SameBehaviour(String),
+    /// It compiles and the diagnostic is gone, but nothing shows it behaves as the original (no own tests cover
+    /// the crate, or the emitted JavaScript differs): not counted right.
+    Unproven(String),
+    /// It does not compile, the diagnostic is still there, or the package's tests fail.
+    Wrong(String),
+}
+
+impl FixVerdict {
+    pub fn is_right(&self) -> bool {
+        matches!(self, FixVerdict::ExactRestore | FixVerdict::SameBehaviour(_))
+    }
+}
+
+/// The verdict on a fix, judged by behaviour, not by "it compiles" alone: deleting the statement, using another
+/// variable of the same type or casting to `any` all compile, and none of them is the fix. Right is the original
+/// restored, or a compiling edit with the diagnostic gone that behaves as the original did (see [`FixVerdict`]).
+pub fn judge_fix(scratch: &Scratch, file: &str, fixed: &str, asked: &Diag) -> Result<FixVerdict> {
     let errors = scratch.check(&[(file, fixed)])?;
     if errors.iter().any(|error| error.message == asked.message && error.file == asked.file) {
-        return Ok(Err(format!("still: {}", asked.message)));
+        return Ok(FixVerdict::Wrong(format!("still: {}", asked.message)));
     }
-    match errors.first() {
-        Some(error) => Ok(Err(format!("{}:{}: {}", error.file, error.line + 1, error.message))),
-        None => Ok(Ok(())),
+    if let Some(error) = errors.first() {
+        return Ok(FixVerdict::Wrong(format!("{}:{}: {}", error.file, error.line + 1, error.message)));
+    }
+    let original = scratch.package.read(file)?;
+    let squeezed = |text: &str| text.split_whitespace().collect::<String>();
+    if squeezed(fixed) == squeezed(&original) {
+        return Ok(FixVerdict::ExactRestore);
+    }
+    match scratch.package.lang {
+        Lang::Rust => {
+            let baseline = scratch.own_tests.get_or_init(|| {
+                scratch.run_tests(&[], &[], None).unwrap_or_else(|error| TestRun::CompileError(format!("{error:#}")))
+            });
+            let passed_before = match baseline {
+                TestRun::Ran { passed, failed: 0 } if *passed > 0 => *passed,
+                _ => return Ok(FixVerdict::Unproven("the crate has no own tests that pass here".into())),
+            };
+            match scratch.run_tests(&[(file, fixed)], &[], None)? {
+                TestRun::Ran { passed, failed: 0 } if passed == passed_before => {
+                    Ok(FixVerdict::SameBehaviour(format!("the crate's {passed} own tests pass")))
+                }
+                TestRun::Ran { failed, .. } => {
+                    Ok(FixVerdict::Wrong(format!("{failed} of the crate's own tests fail after the fix")))
+                }
+                TestRun::CompileError(error) => Ok(FixVerdict::Wrong(format!("its tests do not compile: {error}"))),
+            }
+        }
+        Lang::Ts => {
+            let before = scratch.emitted_js(file, None)?;
+            let after = scratch.emitted_js(file, Some(fixed))?;
+            if squeezed(&before) == squeezed(&after) {
+                Ok(FixVerdict::SameBehaviour("the same JavaScript as the original".into()))
+            } else {
+                Ok(FixVerdict::Unproven("compiles, but to other JavaScript than the original".into()))
+            }
+        }
     }
 }
 
@@ -438,21 +508,131 @@ fn node_regex(pattern: &str, positives: &[String], negatives: &[String]) -> Resu
     Ok(Ok((list("missed"), list("matched"))))
 }
 
-/// The first line of a ghost-text suggestion is correct when it is exactly what the file has next on that line.
+/// What a user sees of a suggestion: its first non-empty line (a suggestion that starts with a line break shows
+/// its text on the lines below), trimmed at the end; empty when the suggestion is blank.
+pub fn first_visible_line(suggestion: &str) -> &str {
+    suggestion.lines().find(|line| !line.trim().is_empty()).unwrap_or("").trim_end()
+}
+
+/// The first line of a ghost-text suggestion is correct when it is exactly what the file has next on that line
+/// (a suggestion that starts with a line break is wrong while the line has more to type: accepting it breaks
+/// the line).
 pub fn ghost_line_is_correct(rest_of_line: &str, suggestion: &str) -> bool {
     let first = suggestion.split('\n').next().unwrap_or("");
     !first.is_empty() && first.trim_end() == rest_of_line.trim_end()
 }
 
-/// Whether accepting `suggestion` at byte `at` adds syntax errors (tree-sitter): more than the document has
-/// before it, and more than the real file has. The document at a keystroke lacks the rest of the span still to
-/// type, so it may have errors of its own; a suggestion breaks the parse only when it makes that worse.
-pub fn breaks_parse(lang: Lang, document: &str, at: usize, suggestion: &str, real_file: &str) -> bool {
-    let errors = |text: &str| {
-        let mut parser = lang.grammar().parser();
-        parser.parse(text, None).map(|tree| spark_grammars::syntax_errors(tree.root_node(), 1000).len()).unwrap_or(0)
-    };
+/// Whether accepting `suggestion` at byte `at` adds syntax errors, as the language's own toolchain parses it
+/// (rustc's parser through `rustfmt`, TypeScript's `createSourceFile`: never Spark's tree-sitter grammars): more
+/// than the document has before it, and more than the real file has. The document at a keystroke lacks the rest
+/// of the span still to type, so it may have errors of its own; a suggestion breaks the parse only when it makes
+/// that worse. An error of the parser itself (a missing toolchain) is an error of the harness.
+pub fn breaks_parse(lang: Lang, document: &str, at: usize, suggestion: &str, real_file: &str) -> Result<bool> {
     let accepted = format!("{}{}{}", &document[..at], suggestion, &document[at..]);
-    let after = errors(&accepted);
-    after > errors(document) && after > errors(real_file)
+    let after = toolchain_syntax_errors(lang, &accepted)?;
+    Ok(after > 0
+        && after > toolchain_syntax_errors(lang, document)?
+        && after > toolchain_syntax_errors(lang, real_file)?)
+}
+
+/// How many syntax errors the language's toolchain reports for `text` (0: it parses).
+pub fn toolchain_syntax_errors(lang: Lang, text: &str) -> Result<usize> {
+    // The real file is asked about at every keystroke of its spans: remembered (a few hundred texts at most).
+    static SEEN: std::sync::Mutex<Vec<(String, usize)>> = std::sync::Mutex::new(Vec::new());
+    let key = super::fingerprint(&[lang.name(), text]);
+    if let Some((_, errors)) = SEEN.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(seen, _)| *seen == key) {
+        return Ok(*errors);
+    }
+    let errors = match lang {
+        Lang::Rust => rustc_parse_errors(text)?,
+        Lang::Ts => TS_PARSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).errors(text)?,
+    };
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.len() >= 256 {
+        seen.remove(0);
+    }
+    seen.push((key, errors));
+    Ok(errors)
+}
+
+/// rustc's parser, through `rustfmt` (which parses with it, and formats nothing when that fails): its `error`
+/// lines. rustfmt ships with the toolchain, no build of ours.
+fn rustc_parse_errors(text: &str) -> Result<usize> {
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2021", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running rustfmt (rustc's parser)")?;
+    let mut stdin = child.stdin.take().context("rustfmt's stdin")?;
+    let input = text.to_owned();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
+    let output = child.wait_with_output()?;
+    let _ = writer.join();
+    if output.status.success() {
+        return Ok(0);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors =
+        stderr.lines().filter(|line| line.starts_with("error") && !line.starts_with("error: aborting")).count();
+    Ok(errors.max(1))
+}
+
+/// One node process with the eval's TypeScript loaded, answering a line of JSON (`{"text"}`) with the parse
+/// diagnostics' count of `ts.createSourceFile` (started on first use, started again if it died).
+struct TsParser {
+    child: Option<(std::process::Child, std::io::BufReader<std::process::ChildStdout>)>,
+}
+
+static TS_PARSER: std::sync::Mutex<TsParser> = std::sync::Mutex::new(TsParser { child: None });
+
+const TS_PARSER_SCRIPT: &str = "const ts = require(process.argv[1]);\n\
+const rl = require('readline').createInterface({input: process.stdin});\n\
+rl.on('line', (line) => {\n\
+  const text = JSON.parse(line).text;\n\
+  const file = ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);\n\
+  process.stdout.write(JSON.stringify({errors: file.parseDiagnostics.length}) + '\\n');\n\
+});\n";
+
+impl TsParser {
+    fn errors(&mut self, text: &str) -> Result<usize> {
+        use std::io::{BufRead, Write};
+        if self.child.is_none() {
+            let typescript = eval_dir().join("tools/node_modules/typescript");
+            let mut child = Command::new("node")
+                .arg("-e")
+                .arg(TS_PARSER_SCRIPT)
+                .arg(&typescript)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("starting node with TypeScript's parser")?;
+            let stdout = std::io::BufReader::new(child.stdout.take().context("node's stdout")?);
+            self.child = Some((child, stdout));
+        }
+        let (child, stdout) = self.child.as_mut().expect("started above");
+        let mut line = json!({ "text": text }).to_string();
+        line.push('\n');
+        let mut answer = String::new();
+        let asked = child
+            .stdin
+            .as_mut()
+            .context("node's stdin")
+            .and_then(|stdin| stdin.write_all(line.as_bytes()).context("writing to node"))
+            .and_then(|()| stdout.read_line(&mut answer).context("reading from node"));
+        let parsed = asked.ok().and_then(|_| serde_json::from_str::<Value>(&answer).ok());
+        match parsed.and_then(|value| value["errors"].as_u64()) {
+            Some(errors) => Ok(errors as usize),
+            None => {
+                // Gone or confused: the next call starts a new one.
+                if let Some((mut child, _)) = self.child.take() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                bail!("TypeScript's parser (node) gave no answer: {answer:?}")
+            }
+        }
+    }
 }

@@ -43,12 +43,44 @@ impl Lang {
     }
 }
 
+/// Which side of the evaluation a package, spec or history is on. Defaults, sweeps and prompts are tuned on
+/// `dev` only; `test` is held out (added after the tuning, never read while tuning) and is what the README and
+/// closing notes report. Product fixtures come from neither side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    #[default]
+    Dev,
+    Test,
+}
+
+impl Split {
+    pub const BOTH: [Split; 2] = [Split::Dev, Split::Test];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+
+    /// `dev` or `test` (a manifest's `split` field, `--split`).
+    pub fn parse(text: &str) -> Result<Split> {
+        match text {
+            "dev" => Ok(Split::Dev),
+            "test" => Ok(Split::Test),
+            other => bail!("split {other:?}: expected dev or test"),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Package {
     pub lang: Lang,
     pub name: String,
     pub version: String,
     pub why: String,
+    pub split: Split,
 }
 
 impl Package {
@@ -152,7 +184,13 @@ pub fn manifest() -> Result<Vec<Package>> {
     manifest_entries("tests/eval/corpus.toml")?
         .into_iter()
         .map(|(lang, entry)| {
-            Ok(Package { lang, name: entry.field("name")?, version: entry.field("version")?, why: entry.field("why")? })
+            Ok(Package {
+                lang,
+                name: entry.field("name")?,
+                version: entry.field("version")?,
+                why: entry.field("why")?,
+                split: Split::parse(&entry.field("split")?)?,
+            })
         })
         .collect()
 }

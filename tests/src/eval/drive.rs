@@ -33,6 +33,9 @@ pub enum Answer<T> {
     Got(T),
     /// The server crashed or did not answer in time (it is restarted for the next request).
     CrashOrTimeout(String),
+    /// The server answered with an error (its message): not a suggestion, and not nothing shown either — the
+    /// report gives it its own column. Only inline completions report it (commands carry errors in their reply).
+    Error(String),
 }
 
 impl Server {
@@ -157,8 +160,9 @@ impl Server {
         if std::env::var_os("SPARK_EVAL_DEBUG").is_some() {
             eprintln!("inlineCompletion {line}:{character} → {response}");
         }
-        if response.get("error").is_some() {
-            return Ok(Answer::Got(String::new()));
+        if let Some(error) = response.get("error") {
+            let message = error["message"].as_str().unwrap_or("(no message)").to_owned();
+            return Ok(Answer::Error(message));
         }
         let result = &response["result"];
         let items = result.get("items").or(Some(result)).and_then(Value::as_array);
@@ -207,6 +211,7 @@ impl<T> Answer<T> {
         match self {
             Answer::Got(value) => Answer::Got(f(value)),
             Answer::CrashOrTimeout(why) => Answer::CrashOrTimeout(why),
+            Answer::Error(message) => Answer::Error(message),
         }
     }
 }

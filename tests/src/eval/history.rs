@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use similar::{Algorithm, DiffTag};
 
-use super::corpus::{self, Lang};
+use super::corpus::{self, Lang, Split};
 use super::{eval_dir, fingerprint, Rng, SEED};
 
 /// Bump when the way cases are drawn changes.
@@ -30,6 +30,7 @@ pub struct History {
     pub old: String,
     pub new: String,
     pub why: String,
+    pub split: Split,
 }
 
 impl History {
@@ -69,6 +70,7 @@ pub fn manifest() -> Result<Vec<History>> {
                 old: entry.field("old")?,
                 new: entry.field("new")?,
                 why: entry.field("why")?,
+                split: Split::parse(&entry.field("split")?)?,
             })
         })
         .collect()
@@ -133,6 +135,8 @@ pub struct Hunk {
 pub struct NextEditCase {
     pub id: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub package: String,
     pub old_version: String,
     pub new_version: String,
@@ -313,6 +317,7 @@ pub fn case_for_file(history: &History, file: &str, before: &str, after: &str) -
     let case = NextEditCase {
         id: String::new(),
         lang: history.lang,
+        split: history.split,
         package: history.name.clone(),
         old_version: history.old.clone(),
         new_version: history.new.clone(),
@@ -367,7 +372,10 @@ pub fn cases(histories: &[History]) -> Result<Vec<NextEditCase>> {
         Rng::new(SEED ^ seed).shuffle(&mut candidates);
         candidates.truncate(CASES_PER_PACKAGE);
         for (idx, case) in candidates.iter_mut().enumerate() {
-            case.id = format!("next-{}-{}-{idx:02}", history.lang.name(), history.slug());
+            case.id = super::cases::with_split(
+                history.split,
+                format!("next-{}-{}-{idx:02}", history.lang.name(), history.slug()),
+            );
         }
         out.extend(candidates);
     }
@@ -387,7 +395,7 @@ pub fn slice(cases: &[NextEditCase], per_package: Option<usize>) -> Vec<NextEdit
 }
 
 /// How one predicted edit was judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Equals an atomic edit of a follow-up hunk.
@@ -403,7 +411,7 @@ pub enum Verdict {
     Wrong,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Score {
     /// One per prediction, in order.
     pub verdicts: Vec<Verdict>,
@@ -421,6 +429,8 @@ pub struct Score {
 /// Scores `predicted` (edits of `document`, the text after the user's edit) against the case's follow-ups.
 pub fn score(document: &str, follow_ups: &[Vec<Edit>], predicted: &[Edit]) -> Score {
     let mut claimed: Vec<Vec<bool>> = follow_ups.iter().map(|hunk| vec![false; hunk.len()]).collect();
+    // Atomic edits already credited with a partial prediction (a second one is wrong).
+    let mut partly = claimed.clone();
     let mut verdicts = Vec::with_capacity(predicted.len());
     for prediction in predicted {
         let valid = prediction.start <= prediction.end
@@ -458,7 +468,11 @@ pub fn score(document: &str, follow_ups: &[Vec<Edit>], predicted: &[Edit]) -> Sc
                     verdict = Verdict::Normalised;
                     break;
                 }
-                if hunk.iter().any(|atomic| part_of(atomic, prediction)) {
+                // Part of an atomic edit counts once per atomic edit, and only for a whole-token start of it.
+                let part = (0..hunk.len())
+                    .find(|&i| part_of(&hunk[i], prediction) && !claimed[hunk_idx][i] && !partly[hunk_idx][i]);
+                if let Some(i) = part {
+                    partly[hunk_idx][i] = true;
                     verdict = Verdict::Partial;
                     break;
                 }
@@ -512,13 +526,14 @@ fn joins(document: &str, hunk: &[Edit], prediction: &Edit) -> bool {
     significant(&apply_in(document, low, high, &inside)) == significant(&apply_in(document, low, high, &[prediction]))
 }
 
-/// Whether `prediction` does part of what `atomic` does: the same text replaced by the start of what the author
-/// put there (`count` → `total` where the author wrote `total, 1`).
+/// Whether `prediction` does part of what `atomic` does: the same text replaced by whole tokens at the start of
+/// what the author put there (`count` → `total` where the author wrote `total, 1`; not `t`, a token cut short).
 fn part_of(atomic: &Edit, prediction: &Edit) -> bool {
+    let (wanted, given) = (tokens(&atomic.new_text), tokens(&prediction.new_text));
     (prediction.start, prediction.end) == (atomic.start, atomic.end)
         && !prediction.new_text.trim().is_empty()
-        && prediction.new_text != atomic.new_text
-        && atomic.new_text.starts_with(&prediction.new_text)
+        && given.len() < wanted.len()
+        && wanted.starts_with(&given)
 }
 
 /// `low..high` widened to whole words.

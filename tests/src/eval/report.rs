@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::corpus::Lang;
+use super::corpus::{Lang, Split};
 use super::run::{Run, TASKS};
 
 fn percentile(values: &mut [u64], p: f64) -> u64 {
@@ -28,6 +28,7 @@ fn pct(part: usize, whole: usize) -> String {
 pub struct TaskRow {
     pub task: String,
     pub lang: Lang,
+    pub split: Split,
     pub cases: usize,
     pub offered: usize,
     pub verified: usize,
@@ -46,6 +47,7 @@ pub struct TaskRow {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct GhostRow {
     pub lang: Lang,
+    pub split: Split,
     pub spans: usize,
     pub keystrokes: usize,
     pub shown: usize,
@@ -53,6 +55,8 @@ pub struct GhostRow {
     pub shown_wrong: usize,
     pub breaks_parse: usize,
     pub crash_or_timeout: usize,
+    /// Keystrokes the server answered with an error.
+    pub errors: usize,
     pub chars: usize,
     pub supplied_chars: usize,
     /// Spans with a right first line at some keystroke.
@@ -69,6 +73,7 @@ pub struct GhostRow {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct NextEditRow {
     pub lang: Lang,
+    pub split: Split,
     pub cases: usize,
     pub follow_up_hunks: usize,
     pub hunks_predicted: usize,
@@ -95,8 +100,8 @@ pub struct NextEditRow {
 
 pub fn next_edit_rows(run: &Run) -> Vec<NextEditRow> {
     let mut rows = Vec::new();
-    for lang in [Lang::Rust, Lang::Ts] {
-        let all: Vec<_> = run.next_edits.iter().filter(|r| r.lang == Some(lang)).collect();
+    for (lang, split) in langs_and_splits() {
+        let all: Vec<_> = run.next_edits.iter().filter(|r| r.lang == Some(lang) && r.split == split).collect();
         if all.is_empty() {
             continue;
         }
@@ -107,6 +112,7 @@ pub fn next_edit_rows(run: &Run) -> Vec<NextEditRow> {
         let sum = |f: fn(&crate::eval::run::NextEditResult) -> usize| results.iter().map(|r| f(r)).sum::<usize>();
         rows.push(NextEditRow {
             lang,
+            split,
             cases: results.len(),
             follow_up_hunks: sum(|r| r.follow_ups),
             hunks_predicted: sum(|r| r.hunks_predicted),
@@ -129,26 +135,36 @@ pub fn next_edit_rows(run: &Run) -> Vec<NextEditRow> {
     rows
 }
 
+/// Rust before TypeScript, dev before test within each: the rows of one language side by side.
+fn langs_and_splits() -> impl Iterator<Item = (Lang, Split)> {
+    [Lang::Rust, Lang::Ts].into_iter().flat_map(|lang| Split::BOTH.into_iter().map(move |split| (lang, split)))
+}
+
+/// One row per task, language and split. A case the harness could not finish is in no column and no
+/// denominator (its count is given beside the table).
 pub fn task_rows(run: &Run) -> Vec<TaskRow> {
     let mut rows = Vec::new();
     for task in TASKS.iter().filter(|task| **task != "ghost" && **task != "next-edit") {
-        for lang in [Lang::Rust, Lang::Ts] {
-            let results: Vec<_> = run.results.iter().filter(|r| r.task == *task && r.lang == lang).collect();
-            if results.is_empty() {
+        for (lang, split) in langs_and_splits() {
+            let all: Vec<_> =
+                run.results.iter().filter(|r| r.task == *task && r.lang == lang && r.split == split).collect();
+            if all.is_empty() {
                 continue;
             }
+            let results: Vec<_> = all.iter().filter(|r| !r.harness_error).collect();
             let mut ms: Vec<u64> = results.iter().map(|r| r.ms).collect();
             let spark_s = ms.iter().sum::<u64>() as f64 / 1000.0;
             let correct = results.iter().filter(|r| r.correct).count();
             rows.push(TaskRow {
                 task: (*task).to_owned(),
                 lang,
+                split,
                 cases: results.len(),
                 offered: results.iter().filter(|r| r.offered).count(),
                 verified: results.iter().filter(|r| r.verified).count(),
                 correct,
-                offered_but_wrong: results.iter().filter(|r| r.offered && !r.correct && !r.harness_error).count(),
-                harness_errors: results.iter().filter(|r| r.harness_error).count(),
+                offered_but_wrong: results.iter().filter(|r| r.offered && !r.correct).count(),
+                harness_errors: all.len() - results.len(),
                 crash_or_timeout: results.iter().filter(|r| r.crash_or_timeout).count(),
                 p50_ms: percentile(&mut ms, 0.5),
                 p95_ms: percentile(&mut ms, 0.95),
@@ -162,9 +178,9 @@ pub fn task_rows(run: &Run) -> Vec<TaskRow> {
 
 pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
     let mut rows = Vec::new();
-    for lang in [Lang::Rust, Lang::Ts] {
-        let keys: Vec<_> = run.keystrokes.iter().filter(|k| k.lang == lang).collect();
-        let spans: Vec<_> = run.spans.iter().filter(|s| s.lang == lang).collect();
+    for (lang, split) in langs_and_splits() {
+        let keys: Vec<_> = run.keystrokes.iter().filter(|k| k.lang == lang && k.split == split).collect();
+        let spans: Vec<_> = run.spans.iter().filter(|s| s.lang == lang && s.split == split).collect();
         if keys.is_empty() {
             continue;
         }
@@ -173,6 +189,7 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
         let correct = keys.iter().filter(|k| k.correct).count();
         rows.push(GhostRow {
             lang,
+            split,
             spans: spans.len(),
             keystrokes: keys.len(),
             shown: keys.iter().filter(|k| !k.shown.is_empty()).count(),
@@ -180,6 +197,7 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
             shown_wrong: keys.iter().filter(|k| !k.shown.is_empty() && !k.correct).count(),
             breaks_parse: keys.iter().filter(|k| k.breaks_parse).count(),
             crash_or_timeout: keys.iter().filter(|k| k.crash_or_timeout).count(),
+            errors: keys.iter().filter(|k| k.error).count(),
             chars: spans.iter().map(|s| s.chars).sum(),
             supplied_chars: spans.iter().map(|s| s.supplied).sum(),
             spans_right: spans.iter().filter(|s| keys.iter().any(|k| k.case == s.case && k.correct)).count(),
@@ -204,20 +222,27 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
 /// right and each wrong edit came from (the server's `source`: a model tier, the compiler's suggestion, the
 /// grammar's repair, a similar name).
 fn fix_by_class(run: &Run) -> String {
+    use super::check::FixVerdict;
     let mut out = String::new();
-    for lang in [Lang::Rust, Lang::Ts] {
+    for (lang, split) in langs_and_splits() {
         for class in ["syntactic", "semantic"] {
             let results: Vec<_> = run
                 .results
                 .iter()
-                .filter(|r| r.task == "fix" && r.lang == lang && r.id.contains(&format!("-{class}-")))
+                .filter(|r| {
+                    r.task == "fix"
+                        && r.lang == lang
+                        && r.split == split
+                        && !r.harness_error
+                        && r.id.contains(&format!("-{class}-"))
+                })
                 .collect();
             if results.is_empty() {
                 continue;
             }
             let by_source = |right: bool| {
                 let mut counts: Vec<(String, usize)> = Vec::new();
-                for result in results.iter().filter(|r| r.offered && r.correct == right && !r.harness_error) {
+                for result in results.iter().filter(|r| r.offered && r.correct == right) {
                     let source = if result.source.is_empty() { "?".to_owned() } else { result.source.clone() };
                     match counts.iter_mut().find(|(seen, _)| *seen == source) {
                         Some((_, count)) => *count += 1,
@@ -227,17 +252,22 @@ fn fix_by_class(run: &Run) -> String {
                 counts.sort();
                 counts.iter().map(|(source, count)| format!("{source} {count}")).collect::<Vec<_>>().join(", ")
             };
+            let verdicts =
+                |f: fn(&FixVerdict) -> bool| results.iter().filter(|r| r.fix_verdict.as_ref().is_some_and(f)).count();
             let correct = results.iter().filter(|r| r.correct).count();
-            let wrong = results.iter().filter(|r| r.offered && !r.correct && !r.harness_error).count();
+            let exact = verdicts(|v| matches!(v, FixVerdict::ExactRestore));
+            let unproven = verdicts(|v| matches!(v, FixVerdict::Unproven(_)));
+            let wrong = results.iter().filter(|r| r.offered && !r.correct).count();
             if out.is_empty() {
                 out.push_str(
-                    "\n| fix | class | cases | correct | correct by source | **offered but wrong** | wrong by source |\n\
-                     |---|---|---|---|---|---|---|\n",
+                    "\n| fix | split | class | cases | correct (same behaviour) | of which exact restore | correct by source | **offered but wrong** | of which compiles, behaviour unproven | wrong by source |\n\
+                     |---|---|---|---|---|---|---|---|---|---|\n",
                 );
             }
             out.push_str(&format!(
-                "| {} | {class} | {} | {} | {} | **{wrong}** | {} |\n",
+                "| {} | {} | {class} | {} | {} | {exact} | {} | **{wrong}** | {unproven} | {} |\n",
                 lang.name(),
+                split.name(),
                 results.len(),
                 pct(correct, results.len()),
                 by_source(true),
@@ -249,18 +279,39 @@ fn fix_by_class(run: &Run) -> String {
 }
 
 pub fn markdown(run: &Run) -> String {
-    let mut out = format!("### {} (model: {}; {:.0} s wall)\n\n", run.label, run.model, run.wall_s);
+    let mut splits: Vec<&str> = Split::BOTH
+        .into_iter()
+        .filter(|split| {
+            run.results.iter().any(|r| r.split == *split)
+                || run.keystrokes.iter().any(|k| k.split == *split)
+                || run.next_edits.iter().any(|r| r.split == *split)
+        })
+        .map(Split::name)
+        .collect();
+    if splits.is_empty() {
+        splits.push("none");
+    }
+    let mut out = format!(
+        "### {} (model: {}; split: {}; {}; {}; {:.0} s wall)\n\n",
+        run.label,
+        run.model,
+        splits.join(" and "),
+        if run.machine.is_empty() { "machine not recorded" } else { &run.machine },
+        if run.date.is_empty() { "date not recorded" } else { &run.date },
+        run.wall_s
+    );
     let tasks = task_rows(run);
     if !tasks.is_empty() {
         out.push_str(
-            "| task | lang | cases | offered | verified (Spark) | correct (independent) | **offered but wrong** | crash/timeout | p50 ms | p95 ms | correct/s |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| task | lang | split | cases | offered | verified (Spark) | correct (independent) | **offered but wrong** | crash/timeout | p50 ms | p95 ms | correct/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &tasks {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {:.3} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {:.3} |\n",
                 row.task,
                 row.lang.name(),
+                row.split.name(),
                 row.cases,
                 pct(row.offered, row.cases),
                 pct(row.verified, row.cases),
@@ -284,19 +335,21 @@ pub fn markdown(run: &Run) -> String {
     let ghost = ghost_rows(run);
     if !ghost.is_empty() {
         out.push_str(
-            "| ghost text (typed through) | spans | keystrokes | shown | correct first line | **shown wrong** | breaks the parse | crash/timeout | spans with a right line | chars by Tab | until Tab: keystrokes / right / wrong | p50 ms | p95 ms | correct/s |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| ghost text (typed through) | split | spans | keystrokes | shown | correct first line | **shown wrong** | breaks the parse | server error | crash/timeout | spans with a right line | chars by Tab | until Tab: keystrokes / right / wrong | p50 ms | p95 ms | correct/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &ghost {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.3} |\n",
+                "| {} | {} | {} | {} | {} | {} | **{}** | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.3} |\n",
                 row.lang.name(),
+                row.split.name(),
                 row.spans,
                 row.keystrokes,
                 pct(row.shown, row.keystrokes),
                 pct(row.correct_first_line, row.keystrokes),
                 pct(row.shown_wrong, row.keystrokes),
                 pct(row.breaks_parse, row.shown),
+                row.errors,
                 row.crash_or_timeout,
                 pct(row.spans_right, row.spans),
                 pct(row.supplied_chars, row.chars),
@@ -313,13 +366,14 @@ pub fn markdown(run: &Run) -> String {
     let next = next_edit_rows(run);
     if !next.is_empty() {
         out.push_str(
-            "| next edit | cases | follow-up hunks | hunks predicted (≥ 30%) | predictions | correct (of which blanks aside, part of a change) | **wrong** (≤ 10%) | wrong at a follow-up (of which several atomic edits in one) | errors | crash/timeout | p50 ms | p95 ms | p50/p95 ms from didChange |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| next edit | split | cases | follow-up hunks | hunks predicted (≥ 30%) | predictions | correct (of which blanks aside, part of a change) | **wrong** (≤ 10%) | wrong at a follow-up (of which several atomic edits in one) | errors | crash/timeout | p50 ms | p95 ms | p50/p95 ms from didChange |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &next {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} ({}, {}) | **{}** | {} ({}) | {} | {} | {} | {} | {}/{} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} ({}, {}) | **{}** | {} ({}) | {} | {} | {} | {} | {}/{} |\n",
                 row.lang.name(),
+                row.split.name(),
                 row.cases,
                 row.follow_up_hunks,
                 pct(row.hunks_predicted, row.follow_up_hunks),
@@ -349,8 +403,34 @@ pub fn markdown(run: &Run) -> String {
     out
 }
 
+/// The runs of a `report.json` (or `report-quick.json`, ...) as they were: the tables are made again from them
+/// (`spark-eval --tables FILE`), never typed by hand.
+pub fn from_json(value: &serde_json::Value) -> Result<Vec<Run>> {
+    let runs = value.as_array().context("a report is a JSON array of runs")?;
+    runs.iter()
+        .map(|run| {
+            let field = |key: &str| run.get(key).cloned().unwrap_or(serde_json::Value::Null);
+            let list = |key: &str| match run.get(key) {
+                Some(value) => value.clone(),
+                None => json!([]),
+            };
+            Ok(Run {
+                label: serde_json::from_value(field("label")).context("label")?,
+                model: serde_json::from_value(field("model")).context("model")?,
+                machine: serde_json::from_value(field("machine")).unwrap_or_default(),
+                date: serde_json::from_value(field("date")).unwrap_or_default(),
+                wall_s: serde_json::from_value(field("wall_s")).unwrap_or_default(),
+                results: serde_json::from_value(list("cases")).context("cases")?,
+                keystrokes: serde_json::from_value(list("keystrokes")).context("keystrokes")?,
+                spans: serde_json::from_value(list("spans")).context("spans")?,
+                next_edits: serde_json::from_value(list("next_edits")).context("next_edits")?,
+            })
+        })
+        .collect()
+}
+
 pub fn to_json(run: &Run) -> serde_json::Value {
-    json!({"label": run.label, "model": run.model, "wall_s": run.wall_s, "tasks": task_rows(run),
+    json!({"label": run.label, "model": run.model, "machine": run.machine, "date": run.date, "wall_s": run.wall_s, "tasks": task_rows(run),
            "ghost": ghost_rows(run), "next_edit": next_edit_rows(run), "cases": run.results,
            "keystrokes": run.keystrokes, "spans": run.spans, "next_edits": run.next_edits})
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::cases::{Cases, FixCase, GhostCase, RegexCase, TestsCase};
 use super::check::{self, Scratch};
-use super::corpus::{Lang, Package};
+use super::corpus::{Lang, Package, Split};
 use super::drive::{self, Answer, Server};
 use super::eval_dir;
 use super::history::{self, Edit, History, NextEditCase, Verdict};
@@ -33,10 +33,12 @@ pub struct Options {
 }
 
 /// One task case: what Spark did and what the independent check said.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CaseResult {
     pub task: String,
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub id: String,
     /// Spark applied an edit.
     pub offered: bool,
@@ -54,29 +56,41 @@ pub struct CaseResult {
     pub offered_edit: Option<Value>,
     /// Where the offered edit came from, as the server says: "fast tier", "strong tier", "compiler", "grammar",
     /// "similar name".
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// Fix cases: how the offered fix was judged (exact restore, same behaviour, unproven, wrong).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix_verdict: Option<check::FixVerdict>,
 }
 
 /// One ghost-text keystroke position.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Keystroke {
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub case: String,
     pub ms: u64,
-    /// The first line shown (empty: nothing shown).
+    /// What the user sees: the suggestion's first non-empty line (empty: nothing shown). A suggestion that starts
+    /// with a line break is shown (its text appears on the lines below) and is wrong: accepting it would break
+    /// the line the user is typing.
     pub shown: String,
     pub correct: bool,
     pub breaks_parse: bool,
     pub crash_or_timeout: bool,
+    /// The server answered the request with an error (its own column: neither shown nor nothing).
+    #[serde(default)]
+    pub error: bool,
     /// Typed after the span's first right answer: a user who pressed Tab there would not have typed it (the
     /// replay types every span through, as the ruler does; `report` counts both ways).
     pub after_tab: bool,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
     pub case: String,
     pub chars: usize,
     /// Characters an accepted suggestion (Tab) supplied: the rest of the line at the first right answer.
@@ -84,7 +98,7 @@ pub struct Span {
 }
 
 /// One predicted edit of a next-edit answer, with its byte range in the document after the user's edit.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Predicted {
     pub edit: Edit,
     pub label: String,
@@ -97,10 +111,12 @@ pub struct Predicted {
 }
 
 /// One next-edit case: what Spark predicted after the user's edit and how it scored against the real next version.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct NextEditResult {
     /// Always set (an `Option` so that the struct has a `Default`).
     pub lang: Option<Lang>,
+    #[serde(default)]
+    pub split: Split,
     pub case: String,
     pub package: String,
     pub follow_ups: usize,
@@ -133,10 +149,15 @@ pub struct NextEditResult {
     pub edits: Vec<Predicted>,
 }
 
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Run {
     pub label: String,
     pub model: String,
+    /// Where and when it ran (the report states both).
+    #[serde(default)]
+    pub machine: String,
+    #[serde(default)]
+    pub date: String,
     pub results: Vec<CaseResult>,
     pub keystrokes: Vec<Keystroke>,
     pub spans: Vec<Span>,
@@ -198,6 +219,8 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
     let mut run = Run {
         label: options.label.clone(),
         model: options.model.as_ref().map(|model| model.display().to_string()).unwrap_or_else(|| "default".into()),
+        machine: machine(),
+        date: today(),
         ..Default::default()
     };
     let wants = |task: &str| options.tasks.iter().any(|wanted| wanted == task);
@@ -237,7 +260,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         for (idx, case) in fix.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = fix_case(&mut server, scratch, case)
-                .unwrap_or_else(|error| harness_failed("fix", case.lang, &case.id, error));
+                .unwrap_or_else(|error| harness_failed("fix", case.lang, case.split, &case.id, error));
             log(&format!("fix {}/{}: {} {} → {}", idx + 1, fix.len(), case.id, case.mutation, verdict(&result)));
             run.results.push(result);
         }
@@ -247,7 +270,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         for (idx, case) in tests.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = tests_case(&mut server, scratch, case)
-                .unwrap_or_else(|error| harness_failed("tests", case.lang, &case.id, error));
+                .unwrap_or_else(|error| harness_failed("tests", case.lang, case.split, &case.id, error));
             log(&format!("tests {}/{}: {} → {}", idx + 1, tests.len(), case.id, verdict(&result)));
             run.results.push(result);
         }
@@ -256,7 +279,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         let regex = only(by_lang(&cases.regex, |case| case.lang, options.quick, 6), &options.only);
         for (idx, case) in regex.iter().enumerate() {
             let result = regex_case(&mut server, case)
-                .unwrap_or_else(|error| harness_failed("regex", case.lang, &case.id, error));
+                .unwrap_or_else(|error| harness_failed("regex", case.lang, case.split, &case.id, error));
             log(&format!("regex {}/{}: {} → {}", idx + 1, regex.len(), case.description, verdict(&result)));
             run.results.push(result);
         }
@@ -272,6 +295,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
                 .context("the case's history is in tests/eval/history.toml")?;
             let result = next_edit_case(&mut server, history, case).unwrap_or_else(|error| NextEditResult {
                 lang: Some(case.lang),
+                split: case.split,
                 case: case.id.clone(),
                 package: case.package.clone(),
                 follow_ups: case.follow_ups.len(),
@@ -315,6 +339,7 @@ pub fn next_edit_case(server: &mut Server, history: &History, case: &NextEditCas
     let document = case.document();
     let mut result = NextEditResult {
         lang: Some(case.lang),
+        split: case.split,
         case: case.id.clone(),
         package: case.package.clone(),
         follow_ups: case.follow_ups.len(),
@@ -334,6 +359,10 @@ pub fn next_edit_case(server: &mut Server, history: &History, case: &NextEditCas
         Answer::CrashOrTimeout(why) => {
             result.crash_or_timeout = true;
             result.error = Some(why);
+            return Ok(result);
+        }
+        Answer::Error(message) => {
+            result.error = Some(message);
             return Ok(result);
         }
         Answer::Got(response) => response,
@@ -431,40 +460,36 @@ fn ghost_case(server: &mut dyn GhostClient, package: &Package, case: &GhostCase,
         let (answer, ms) = drive::timed(|| server.inline(&uri, line, character));
         let rest = &case.span[typed..];
         let after_tab = supplied.is_some();
+        let mut keystroke = Keystroke {
+            lang: case.lang,
+            split: case.split,
+            case: case.id.clone(),
+            ms,
+            shown: String::new(),
+            correct: false,
+            breaks_parse: false,
+            crash_or_timeout: false,
+            error: false,
+            after_tab,
+        };
         match answer? {
             Answer::CrashOrTimeout(_) => {
-                run.keystrokes.push(Keystroke {
-                    lang: case.lang,
-                    case: case.id.clone(),
-                    ms,
-                    shown: String::new(),
-                    correct: false,
-                    breaks_parse: false,
-                    crash_or_timeout: true,
-                    after_tab,
-                });
+                keystroke.crash_or_timeout = true;
                 server.set_text(&uri, language_id, &document)?;
             }
+            Answer::Error(_) => keystroke.error = true,
             Answer::Got(suggestion) => {
-                let first = suggestion.split('\n').next().unwrap_or("").to_owned();
                 let shown = !suggestion.trim().is_empty();
-                let correct = check::ghost_line_is_correct(rest, &suggestion);
-                let breaks_parse = shown && check::breaks_parse(case.lang, &document, cursor, &suggestion, &real);
-                run.keystrokes.push(Keystroke {
-                    lang: case.lang,
-                    case: case.id.clone(),
-                    ms,
-                    shown: if shown { first } else { String::new() },
-                    correct,
-                    breaks_parse,
-                    crash_or_timeout: false,
-                    after_tab,
-                });
-                if correct && supplied.is_none() {
+                keystroke.correct = check::ghost_line_is_correct(rest, &suggestion);
+                keystroke.breaks_parse =
+                    shown && check::breaks_parse(case.lang, &document, cursor, &suggestion, &real)?;
+                keystroke.shown = check::first_visible_line(&suggestion).to_owned();
+                if keystroke.correct && supplied.is_none() {
                     supplied = Some(rest.len());
                 }
             }
         }
+        run.keystrokes.push(keystroke);
         // The next keystroke.
         let ch = case.span[typed..].chars().next().expect("not at the end");
         document.insert(cursor, ch);
@@ -474,6 +499,7 @@ fn ghost_case(server: &mut dyn GhostClient, package: &Package, case: &GhostCase,
     server.close(&uri)?;
     run.spans.push(Span {
         lang: case.lang,
+        split: case.split,
         case: case.id.clone(),
         chars: case.span.len(),
         supplied: supplied.unwrap_or(0),
@@ -481,10 +507,11 @@ fn ghost_case(server: &mut dyn GhostClient, package: &Package, case: &GhostCase,
     Ok(())
 }
 
-fn outcome(task: &str, lang: Lang, id: &str) -> CaseResult {
+fn outcome(task: &str, lang: Lang, split: Split, id: &str) -> CaseResult {
     CaseResult {
         task: task.to_owned(),
         lang,
+        split,
         id: id.to_owned(),
         offered: false,
         verified: false,
@@ -495,12 +522,13 @@ fn outcome(task: &str, lang: Lang, id: &str) -> CaseResult {
         note: String::new(),
         offered_edit: None,
         source: String::new(),
+        fix_verdict: None,
     }
 }
 
 /// A case the harness could not finish: recorded as such, the run goes on.
-fn harness_failed(task: &str, lang: Lang, id: &str, error: anyhow::Error) -> CaseResult {
-    let mut result = outcome(task, lang, id);
+fn harness_failed(task: &str, lang: Lang, split: Split, id: &str, error: anyhow::Error) -> CaseResult {
+    let mut result = outcome(task, lang, split, id);
     result.harness_error = true;
     result.note = format!("harness error: {error:#}");
     result
@@ -532,6 +560,10 @@ fn ask(
             result.note = why;
             Ok(None)
         }
+        Answer::Error(message) => {
+            result.note = message;
+            Ok(None)
+        }
         Answer::Got((None, reply)) => {
             result.note = reply["reason"].as_str().unwrap_or("").to_owned();
             Ok(None)
@@ -553,7 +585,7 @@ fn range_json(start: (u32, u32), end: (u32, u32)) -> Value {
 }
 
 fn fix_case(server: &mut Server, scratch: &Scratch, case: &FixCase) -> Result<CaseResult> {
-    let mut result = outcome("fix", case.lang, &case.id);
+    let mut result = outcome("fix", case.lang, case.split, &case.id);
     let path = scratch.path(&case.file);
     let diag = &case.diag;
     let range = range_json((diag.line, diag.col), (diag.end_line, diag.end_col));
@@ -561,10 +593,15 @@ fn fix_case(server: &mut Server, scratch: &Scratch, case: &FixCase) -> Result<Ca
         return Ok(result);
     };
     let fixed = &files[&drive::file_uri(&path)];
-    match check::fix_is_correct(scratch, &case.file, fixed, diag)? {
-        Ok(()) => result.correct = true,
-        Err(why) => result.note = why,
-    }
+    let verdict = check::judge_fix(scratch, &case.file, fixed, diag)?;
+    result.correct = verdict.is_right();
+    result.note = match &verdict {
+        check::FixVerdict::ExactRestore => "exact restore".to_owned(),
+        check::FixVerdict::SameBehaviour(why) | check::FixVerdict::Unproven(why) | check::FixVerdict::Wrong(why) => {
+            why.clone()
+        }
+    };
+    result.fix_verdict = Some(verdict);
     Ok(result)
 }
 
@@ -596,7 +633,7 @@ fn apply_mutant(text: &str, mutant: &(usize, usize, String), inserted_at: usize,
 }
 
 fn tests_case(server: &mut Server, scratch: &Scratch, case: &TestsCase) -> Result<CaseResult> {
-    let mut result = outcome("tests", case.lang, &case.id);
+    let mut result = outcome("tests", case.lang, case.split, &case.id);
     let path = scratch.path(&case.file);
     let position = (case.line, case.character);
     let Some(files) =
@@ -657,7 +694,7 @@ pub fn inserted_pattern(lang: Lang, line: &str) -> Option<String> {
 }
 
 fn regex_case(server: &mut Server, case: &RegexCase) -> Result<CaseResult> {
-    let mut result = outcome("regex", case.lang, &case.id);
+    let mut result = outcome("regex", case.lang, case.split, &case.id);
     // Outside the repository: under `target/eval/` the nearest `Cargo.toml` is Spark's own workspace, whose
     // scratch copy the execution tier would type-check for every Rust case. A regex asked in a file of no project
     // is checked by the examples alone, as for a user's loose file.
@@ -682,4 +719,44 @@ fn regex_case(server: &mut Server, case: &RegexCase) -> Result<CaseResult> {
         Err(why) => result.note = format!("/{pattern}/ {why}"),
     }
     Ok(result)
+}
+
+/// The machine in a few words: CPU model and cores (and memory), for the report's header.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("model name").and_then(|rest| rest.split_once(':')).map(|(_, name)| name.trim())
+        })
+        .unwrap_or("unknown CPU")
+        .to_owned();
+    let cores = std::thread::available_parallelism().map(|cores| cores.get()).unwrap_or(1);
+    let memory_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| text.lines().next()?.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|kib| (kib as f64 / 1024.0 / 1024.0).round() as u64);
+    match memory_gib {
+        Some(gib) => format!("{cores} cores of {cpu}, {gib} GiB"),
+        None => format!("{cores} cores of {cpu}"),
+    }
+}
+
+/// Today's date (UTC), `YYYY-MM-DD`.
+pub fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
