@@ -6,6 +6,7 @@
 mod engine;
 mod error;
 pub mod gguf;
+mod language_model;
 #[cfg(feature = "local")]
 mod local;
 pub mod memory;
@@ -13,6 +14,7 @@ pub mod model_info;
 pub mod postprocess;
 pub mod prompt;
 pub mod remote;
+mod request;
 pub mod scripted;
 pub mod session;
 pub mod suggestion_cache;
@@ -26,7 +28,7 @@ pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
     StreamRules,
 };
-pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
+pub use request::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
 
 /// The default model's file name, as the install script places it: Qwen2.5-Coder 0.5B, chosen by the evaluation
 /// (the most right ghost-text lines per second within the latency targets; docs/eval.md, "Results").
