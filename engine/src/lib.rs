@@ -6,18 +6,23 @@
 mod engine;
 mod error;
 pub mod gguf;
+mod language_model;
 #[cfg(feature = "local")]
 mod local;
 pub mod memory;
 pub mod model_info;
+mod model_thread;
 pub mod postprocess;
 pub mod prompt;
+mod queue;
 pub mod remote;
+mod request;
 pub mod scripted;
 pub mod session;
+mod state;
 pub mod suggestion_cache;
 
-pub use engine::{Engine, EngineConfig, EngineCounters, EngineState, ModelSource, RecentCall, RECENT_CAP};
+pub use engine::Engine;
 pub use error::EngineError;
 pub use memory::{KvKeys, MemoryEstimate};
 pub use model_info::{ChatFrame, FimFamily, ModelInfo};
@@ -26,7 +31,8 @@ pub use remote::{
     RemoteAnswer, RemoteClient, RemoteConfig, RemoteCounters, RemoteError, RemoteHealth, RemoteRequest, RemoteStop,
     StreamRules,
 };
-pub use session::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
+pub use request::{Completion, CompletionRequest, CompletionStats, Sampling, StopReason};
+pub use state::{EngineConfig, EngineCounters, EngineState, ModelSource, RecentCall, RECENT_CAP};
 
 /// The default model's file name, as the install script places it: Qwen2.5-Coder 0.5B, chosen by the evaluation
 /// (the most right ghost-text lines per second within the latency targets; docs/eval.md, "Results").

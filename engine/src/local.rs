@@ -15,9 +15,10 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::error::EngineError;
+use crate::language_model::{LanguageModel, Token, Verified};
 use crate::memory::{KvKeys, MemoryEstimate, N_BATCH};
 use crate::model_info::{FimFamily, ModelInfo};
-use crate::session::{LanguageModel, Sampling, Token, Verified};
+use crate::request::Sampling;
 
 /// The least lead of the greedy choice over the runner-up, in logits, for a batched verification to decide it
 /// (`Verified::sure`). Batched and single-token evaluations differ in the low bits of each logit (other matrix and

@@ -3,7 +3,8 @@
 //! stop strings, stop rules, deadlines and the suggestion cache.
 
 use crate::error::EngineError;
-use crate::session::{LanguageModel, Sampling, Token};
+use crate::language_model::{LanguageModel, Token};
+use crate::request::Sampling;
 
 const END: Token = -2;
 

@@ -10,7 +10,7 @@ use std::num::NonZeroUsize;
 use lru::LruCache;
 
 use crate::postprocess::StopMode;
-use crate::session::CompletionRequest;
+use crate::request::CompletionRequest;
 
 /// How a cached answer was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,8 +116,6 @@ fn key(request: &CompletionRequest) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
-    use tokio_util::sync::CancellationToken;
 
     fn request(prefix: &str, suffix: &str) -> CompletionRequest {
         CompletionRequest {
@@ -126,19 +124,9 @@ mod tests {
             prefix: prefix.into(),
             suffix: suffix.into(),
             mode: StopMode::Block,
-            indent: String::new(),
             max_tokens: 32,
             max_lines: 4,
-            deadline: Instant::now(),
-            cancel: CancellationToken::new(),
-            raw_prompt: false,
-            stop_strings: Vec::new(),
-            sampling: crate::session::Sampling::default(),
-            background: false,
-            min_confidence: 0.0,
-            speculate: false,
-            heal: false,
-            resume: false,
+            ..Default::default()
         }
     }
 

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use spark_engine::{Completion, CompletionRequest, Engine, EngineConfig, ModelSource, Sampling, StopMode};
-use tokio_util::sync::CancellationToken;
+use spark_engine::{Completion, CompletionRequest, Engine, EngineConfig, ModelSource, StopMode};
 
 const FIXTURE: &str = include_str!("../../tests/fixtures/inventory.rs");
 
@@ -32,23 +31,13 @@ fn config(speculative: bool, kv_slots: u32) -> EngineConfig {
 fn ghost(lane: u64, prefix: &str, suffix: &str) -> CompletionRequest {
     CompletionRequest {
         lane,
-        header: String::new(),
         prefix: prefix.to_owned(),
         suffix: suffix.to_owned(),
         mode: StopMode::Block,
-        indent: String::new(),
         max_tokens: 48,
         max_lines: 8,
         deadline: Instant::now() + Duration::from_secs(3600),
-        cancel: CancellationToken::new(),
-        raw_prompt: false,
-        stop_strings: Vec::new(),
-        sampling: Sampling::default(),
-        background: false,
-        min_confidence: 0.0,
-        speculate: false,
-        heal: false,
-        resume: false,
+        ..Default::default()
     }
 }
 

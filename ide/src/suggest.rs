@@ -48,14 +48,9 @@ pub fn prepare(
         max_lines: context.max_lines,
         deadline: Instant::now() + Duration::from_millis(settings.deadline_ms),
         cancel,
-        raw_prompt: false,
-        stop_strings: Vec::new(),
-        sampling: spark_engine::Sampling::default(),
-        background: false,
         min_confidence: settings.min_confidence(),
-        speculate: false,
         heal: settings.token_healing,
-        resume: false,
+        ..Default::default()
     };
     Prepared { request, context, byte, version: document.version, revision: document.revision }
 }
@@ -80,22 +75,13 @@ pub fn warm_up(
         lane,
         header: format!("{extra}{}", context.header),
         prefix: context.prefix,
-        suffix: String::new(),
         mode: StopMode::Block,
-        indent: String::new(),
         max_tokens: 0,
-        max_lines: 1,
         deadline: Instant::now() + Duration::from_secs(30),
         cancel,
-        raw_prompt: false,
-        stop_strings: Vec::new(),
-        sampling: spark_engine::Sampling::default(),
         // Nobody waits for it: a keystroke anywhere takes the model first (what was evaluated stays cached).
         background: true,
-        min_confidence: 0.0,
-        speculate: false,
-        heal: false,
-        resume: false,
+        ..Default::default()
     }
 }
 

@@ -7,12 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spark_engine::{
-    CompletionRequest, Engine, EngineConfig, EngineError, ModelSource, RemoteClient, RemoteConfig, Sampling, StopMode,
-};
+use spark_engine::{CompletionRequest, Engine, EngineConfig, EngineError, ModelSource, RemoteClient, RemoteConfig};
 use spark_ide::config::Route;
 use spark_ide::route::{Generator, Served};
-use tokio_util::sync::CancellationToken;
 
 /// What the loopback endpoint does with a completion request.
 #[derive(Clone, Copy)]
@@ -94,23 +91,12 @@ fn endpoint(answer: Answer) -> Endpoint {
 fn ghost_text(prefix: &str) -> CompletionRequest {
     CompletionRequest {
         lane: 1,
-        header: String::new(),
         prefix: format!("fn main() {{\n    let {prefix} = "),
         suffix: "\n}\n".into(),
-        mode: StopMode::Line,
         indent: "    ".into(),
         max_tokens: 32,
-        max_lines: 1,
         deadline: Instant::now() + Duration::from_secs(10),
-        cancel: CancellationToken::new(),
-        raw_prompt: false,
-        stop_strings: Vec::new(),
-        sampling: Sampling::default(),
-        background: false,
-        min_confidence: 0.0,
-        speculate: false,
-        heal: false,
-        resume: false,
+        ..Default::default()
     }
 }
 

@@ -20,11 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use spark_engine::{
-    Completion, CompletionRequest, Engine, EngineConfig, ModelInfo, ModelSource, Sampling, StopMode, StopReason,
-};
+use spark_engine::{Completion, CompletionRequest, Engine, EngineConfig, ModelInfo, ModelSource, StopMode, StopReason};
 use spark_tests::workspace_root;
-use tokio_util::sync::CancellationToken;
 
 /// Files switched between, and the line after which the cursor sits.
 const FILES: &[(&str, &str)] = &[
@@ -66,7 +63,6 @@ impl Doc {
             prefix.rsplit('\n').next().unwrap_or("").chars().take_while(|ch| ch.is_whitespace()).collect();
         CompletionRequest {
             lane: self.lane,
-            header: String::new(),
             prefix: prefix.to_owned(),
             suffix: self.text[self.cursor..end].to_owned(),
             mode: if line_rest.trim().is_empty() { StopMode::Block } else { StopMode::Line },
@@ -74,15 +70,7 @@ impl Doc {
             max_tokens: 48,
             max_lines: 8,
             deadline: Instant::now() + deadline,
-            cancel: CancellationToken::new(),
-            raw_prompt: false,
-            stop_strings: Vec::new(),
-            sampling: Sampling::default(),
-            background: false,
-            min_confidence: 0.0,
-            speculate: false,
-            heal: false,
-            resume: false,
+            ..Default::default()
         }
     }
 
@@ -158,23 +146,14 @@ fn task_prompts(info: &ModelInfo) -> anyhow::Result<Vec<(String, String)>> {
 fn task_request(prompt: &str, max_tokens: usize) -> CompletionRequest {
     CompletionRequest {
         lane: u64::MAX,
-        header: String::new(),
         prefix: prompt.to_owned(),
-        suffix: String::new(),
         mode: StopMode::Free,
-        indent: String::new(),
         max_tokens,
         max_lines: usize::MAX,
         deadline: Instant::now() + Duration::from_secs(600),
-        cancel: CancellationToken::new(),
         raw_prompt: true,
         stop_strings: vec!["```".to_owned()],
-        sampling: Sampling::default(),
-        background: false,
-        min_confidence: 0.0,
-        speculate: false,
-        heal: false,
-        resume: false,
+        ..Default::default()
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spark_engine::{CompletionRequest, Sampling, StopMode, StopReason};
+use spark_engine::{CompletionRequest, StopMode, StopReason};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
@@ -219,26 +219,18 @@ impl Workspace {
         let generator = Generator::new(&engine, remote.as_ref(), settings.inline.route);
         let request = CompletionRequest {
             lane: crate::tasks::TASK_LANE,
-            header: String::new(),
-            prefix: String::new(),
-            suffix: String::new(),
             mode: StopMode::Free,
-            indent: String::new(),
             // A faithful copy of the window takes at most one token per byte.
             max_tokens: window.len() + 16,
             max_lines: usize::MAX,
             deadline: Instant::now() + Duration::from_millis(settings.next_edit.deadline_ms),
             cancel,
             raw_prompt: true,
-            stop_strings: Vec::new(),
-            sampling: Sampling::default(),
             // Background work: it runs only while no keystroke waits, and a keystroke cancels it (ghost text
             // must never wait behind a rewrite of several lines).
             background: true,
-            min_confidence: 0.0,
             speculate: true,
-            heal: false,
-            resume: false,
+            ..Default::default()
         };
         let generated = match generator.generate_task(&prompt, request).await {
             Ok(generated) => generated,

@@ -310,23 +310,14 @@ fn task_request(
 ) -> CompletionRequest {
     CompletionRequest {
         lane: TASK_LANE,
-        header: String::new(),
-        prefix: String::new(),
-        suffix: String::new(),
         mode: StopMode::Free,
-        indent: String::new(),
         max_tokens,
         max_lines: usize::MAX,
         deadline,
         cancel: cancel.clone(),
         raw_prompt: true,
-        stop_strings: Vec::new(),
         sampling,
-        background: false,
-        min_confidence: 0.0,
-        speculate: false,
-        heal: false,
-        resume: false,
+        ..Default::default()
     }
 }
 
