@@ -384,6 +384,19 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         (6, 4, 2, 2, 2)
     );
     assert_eq!(ghost[0].errors, 1);
+    let pause = |shown: &str, correct: bool, ms: Option<u64>| run::Pause {
+        lang: Lang::Ts,
+        split: Split::Test,
+        case: "g".into(),
+        burst: 3,
+        shown: shown.into(),
+        correct,
+        ms,
+    };
+    run.pauses = vec![pause("foo();", true, Some(300)), pause("", false, None), pause("bar", false, Some(900))];
+    let ghost = report::ghost_rows(&run);
+    assert_eq!((ghost[0].pauses, ghost[0].pauses_shown, ghost[0].pauses_right), (3, 2, 1));
+    assert_eq!((ghost[0].pause_p50_ms, ghost[0].pause_p95_ms), (900, 900));
     assert_eq!((ghost[0].until_tab, ghost[0].spans_right), ((3, 1, 1), 1));
     let markdown = report::markdown(&run);
     assert!(markdown.contains("offered but wrong") && markdown.contains("| fix | rust | test | 3 |"), "{markdown}");

@@ -573,8 +573,8 @@ mod tests {
         );
         assert_eq!(tsc_did_you_mean("Did you mean to call this expression?"), None);
         assert_eq!(tsc_did_you_mean("Cannot find name 'x'."), None);
-        assert_eq!(tsc_missing_name("Cannot find name 'Draft'."), Some("Draft"));
-        assert_eq!(tsc_missing_name("TS2304: Cannot find name 'IProduce'."), Some("IProduce"));
+        assert_eq!(tsc_missing_name("Cannot find name 'Ticket'."), Some("Ticket"));
+        assert_eq!(tsc_missing_name("TS2304: Cannot find name 'ITransform'."), Some("ITransform"));
         assert_eq!(tsc_missing_name("Cannot find name 'cuont'. Did you mean 'count'?"), Some("cuont"));
         assert_eq!(tsc_missing_name("Property 'x' does not exist on type 'Y'."), None);
     }
@@ -582,15 +582,15 @@ mod tests {
     #[test]
     fn typescript_exports_table() {
         let cases = [
-            ("export function isDraft(value: any): boolean {", "isDraft", Some(false)),
+            ("export function isQueued(value: any): boolean {", "isQueued", Some(false)),
             ("export async function* walk() {}", "walk", Some(false)),
-            ("export const DRAFT_STATE: unique symbol = Symbol.for(\"x\")", "DRAFT_STATE", Some(false)),
-            ("export interface Patch { op: string }", "Patch", Some(true)),
-            ("export type Objectish = AnyObject | AnyArray", "Objectish", Some(true)),
+            ("export const QUEUE_STATE: unique symbol = Symbol.for(\"x\")", "QUEUE_STATE", Some(false)),
+            ("export interface Change { op: string }", "Change", Some(true)),
+            ("export type Recordish = AnyRecord | AnyList", "Recordish", Some(true)),
             ("export declare abstract class Store<T> {}", "Store", Some(false)),
-            ("export { a, b as Draft } from \"./types\"", "Draft", Some(false)),
-            ("export type { Immutable } from './types'", "Immutable", Some(true)),
-            ("export function isDraftable() {}", "isDraft", None),
+            ("export { a, b as Ticket } from \"./types\"", "Ticket", Some(false)),
+            ("export type { Frozen } from './types'", "Frozen", Some(true)),
+            ("export function isQueuedish() {}", "isQueued", None),
             ("const local = 1", "local", None),
         ];
         for (text, name, expected) in cases {
@@ -600,35 +600,39 @@ mod tests {
 
     #[test]
     fn typescript_imports_follow_the_files_style() {
-        let file = Path::new("/p/src/core/scope.ts");
+        let file = Path::new("/p/src/core/session.ts");
         let text =
-            "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\n\nconst x = 1;\n";
-        assert_eq!(ts_specifier(file, Path::new("/p/src/utils/common.ts"), text), "../utils/common.js");
-        assert_eq!(ts_specifier(file, Path::new("/p/src/core/proxy.ts"), "const x = 1;\n"), "./proxy");
-        assert_eq!(ts_specifiers(file, Path::new("/p/src/core/proxy.ts"), "const x = 1;\n"), ["./proxy", "./proxy.js"]);
-        assert_eq!(ts_specifiers(file, Path::new("/p/src/core/proxy.ts"), text), ["./proxy.js"]);
+            "import { fail } from '../utils/failures.js';\nimport type { Change } from './changes.js';\n\nconst x = 1;\n";
+        assert_eq!(ts_specifier(file, Path::new("/p/src/utils/shared.ts"), text), "../utils/shared.js");
+        assert_eq!(ts_specifier(file, Path::new("/p/src/core/handle.ts"), "const x = 1;\n"), "./handle");
+        assert_eq!(
+            ts_specifiers(file, Path::new("/p/src/core/handle.ts"), "const x = 1;\n"),
+            ["./handle", "./handle.js"]
+        );
+        assert_eq!(ts_specifiers(file, Path::new("/p/src/core/handle.ts"), text), ["./handle.js"]);
         let doc = document(Lang::TypeScript, text);
-        let added = ts_import_change(&doc, &[("isDraft".into(), false)], "../utils/common.js");
+        let added = ts_import_change(&doc, &[("isQueued".into(), false)], "../utils/shared.js");
         assert_eq!(
             added.new_text(),
-            "import { die } from '../utils/errors.js';\nimport type { Patch } from './patches.js';\nimport { isDraft } from '../utils/common.js';\n\nconst x = 1;\n"
+            "import { fail } from '../utils/failures.js';\nimport type { Change } from './changes.js';\nimport { isQueued } from '../utils/shared.js';\n\nconst x = 1;\n"
         );
-        let joined = ts_import_change(&doc, &[("assert".into(), false), ("Fault".into(), true)], "../utils/errors.js");
+        let joined =
+            ts_import_change(&doc, &[("assert".into(), false), ("Fault".into(), true)], "../utils/failures.js");
         assert!(
-            joined.new_text().starts_with("import { die, assert, type Fault } from '../utils/errors.js';\n"),
+            joined.new_text().starts_with("import { fail, assert, type Fault } from '../utils/failures.js';\n"),
             "{}",
             joined.new_text()
         );
         // A value is not added to a type-only import.
-        let value = ts_import_change(&doc, &[("applyPatches".into(), false)], "./patches.js");
+        let value = ts_import_change(&doc, &[("applyChanges".into(), false)], "./changes.js");
         assert!(
-            value.new_text().contains("import { applyPatches } from './patches.js';\n\nconst"),
+            value.new_text().contains("import { applyChanges } from './changes.js';\n\nconst"),
             "{}",
             value.new_text()
         );
-        let bare = document(Lang::TypeScript, "const x: Draft = 1\n");
-        let top = ts_import_change(&bare, &[("Draft".into(), true)], "./types");
-        assert_eq!(top.new_text(), "import type { Draft } from \"./types\";\nconst x: Draft = 1\n");
+        let bare = document(Lang::TypeScript, "const x: Ticket = 1\n");
+        let top = ts_import_change(&bare, &[("Ticket".into(), true)], "./types");
+        assert_eq!(top.new_text(), "import type { Ticket } from \"./types\";\nconst x: Ticket = 1\n");
     }
 
     #[test]
@@ -636,16 +640,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("spark-exporters-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for (path, text) in [
-            ("src/a/use.ts", "const d = isDraft(x);\n"),
-            ("src/a/near.ts", "export function isDraft(x: unknown) { return !!x; }\n"),
-            ("src/far/deep/other.ts", "export const isDraft = (x: unknown) => false;\n"),
-            ("node_modules/dep/index.ts", "export function isDraft() {}\n"),
-            ("src/types.d.ts", "export declare function isDraft(): boolean;\n"),
+            ("src/a/use.ts", "const d = isQueued(x);\n"),
+            ("src/a/near.ts", "export function isQueued(x: unknown) { return !!x; }\n"),
+            ("src/far/deep/other.ts", "export const isQueued = (x: unknown) => false;\n"),
+            ("node_modules/dep/index.ts", "export function isQueued() {}\n"),
+            ("src/types.d.ts", "export declare function isQueued(): boolean;\n"),
         ] {
             std::fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
             std::fs::write(dir.join(path), text).unwrap();
         }
-        let found = ts_exporters(&dir, &dir.join("src/a/use.ts"), "isDraft");
+        let found = ts_exporters(&dir, &dir.join("src/a/use.ts"), "isQueued");
         let names: Vec<_> = found.iter().map(|(path, _)| path.strip_prefix(&dir).unwrap().to_path_buf()).collect();
         assert_eq!(names, vec![PathBuf::from("src/a/near.ts"), PathBuf::from("src/far/deep/other.ts")]);
         std::fs::remove_dir_all(&dir).unwrap();

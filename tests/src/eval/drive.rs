@@ -62,6 +62,11 @@ impl Server {
             if let Some(model) = &self.model {
                 options["model"]["path"] = json!(model);
             }
+            // As VS Code's and Neovim's Spark plugins do: a suggestion the deadline cut is announced when ready
+            // (the per-pause replay waits for it; requests are answered the same either way).
+            if options["inline"].get("notifyReady").is_none() {
+                options["inline"]["notifyReady"] = json!(true);
+            }
             client.initialize(options)?;
             client.wait_model_ready(Duration::from_secs(600)).context("loading the model")?;
             self.versions.clear();
@@ -164,14 +169,67 @@ impl Server {
             let message = error["message"].as_str().unwrap_or("(no message)").to_owned();
             return Ok(Answer::Error(message));
         }
-        let result = &response["result"];
-        let items = result.get("items").or(Some(result)).and_then(Value::as_array);
-        let text = items
-            .and_then(|items| items.first())
-            .and_then(|item| item["insertText"].as_str().or_else(|| item["insertText"]["value"].as_str()))
-            .unwrap_or("")
-            .to_owned();
-        Ok(Answer::Got(text))
+        Ok(Answer::Got(first_insert_text(&response)))
+    }
+
+    /// Sends an inline-completion request at `position` without waiting (as an editor does at each keystroke);
+    /// its id.
+    pub fn send_inline(&mut self, uri: &str, line: u32, character: u32) -> Result<i64> {
+        let client = self.ensure()?;
+        let params = json!({
+            "textDocument": {"uri": uri},
+            "position": {"line": line, "character": character},
+            "context": {"triggerKind": 2},
+        });
+        client.send_request("textDocument/inlineCompletion", params)
+    }
+
+    /// Cancels request `id` (`$/cancelRequest`, as an editor does when the user types on).
+    pub fn cancel(&mut self, id: i64) -> Result<()> {
+        self.ensure()?.notify("$/cancelRequest", json!({"id": id}))
+    }
+
+    /// Lets `duration` pass as the user types (messages are taken in, answers to earlier requests dropped).
+    pub fn idle(&mut self, duration: Duration) -> Result<()> {
+        self.ensure()?.receive_until(std::time::Instant::now() + duration).map(|_| ())
+    }
+
+    /// The first suggestion visible at `position` before `deadline`, as a client that set `inline.notifyReady`
+    /// sees it: the answer to its last request (`id`), else — when that came back empty — the answer to the
+    /// request it sends when the server says the suggestion there is ready. `None`: nothing visible in time.
+    pub fn visible_by(
+        &mut self,
+        uri: &str,
+        id: i64,
+        (line, character): (u32, u32),
+        deadline: std::time::Instant,
+    ) -> Result<Option<String>> {
+        let version = self.version(uri).context("the document is open")?;
+        let left = |deadline: std::time::Instant| deadline.saturating_duration_since(std::time::Instant::now());
+        let client = self.ensure()?;
+        let Ok(response) = client.wait_response(id, left(deadline)) else { return Ok(None) };
+        let first = first_insert_text(&response);
+        if !first.trim().is_empty() {
+            return Ok(Some(first));
+        }
+        let ready = client.wait_for("spark/inlineCompletionReady", left(deadline), |message| {
+            let params = &message["params"];
+            params["textDocument"]["uri"] == uri
+                && params["textDocument"]["version"] == version
+                && params["position"] == json!({"line": line, "character": character})
+        });
+        if ready.is_err() {
+            return Ok(None);
+        }
+        let params = json!({
+            "textDocument": {"uri": uri},
+            "position": {"line": line, "character": character},
+            "context": {"triggerKind": 1},
+        });
+        let id = client.send_request("textDocument/inlineCompletion", params)?;
+        let Ok(response) = client.wait_response(id, left(deadline)) else { return Ok(None) };
+        let text = first_insert_text(&response);
+        Ok((!text.trim().is_empty()).then_some(text))
     }
 
     /// Runs a Spark command with `argument`; returns the edit the server asked the editor to apply (`None`
@@ -204,6 +262,17 @@ impl Server {
             let _ = client.shutdown(Duration::from_secs(20));
         }
     }
+}
+
+/// The first item's text of an inline-completion response (empty when none, or an error).
+fn first_insert_text(response: &Value) -> String {
+    let result = &response["result"];
+    let items = result.get("items").or(Some(result)).and_then(Value::as_array);
+    items
+        .and_then(|items| items.first())
+        .and_then(|item| item["insertText"].as_str().or_else(|| item["insertText"]["value"].as_str()))
+        .unwrap_or("")
+        .to_owned()
 }
 
 impl<T> Answer<T> {

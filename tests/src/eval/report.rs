@@ -67,6 +67,13 @@ pub struct GhostRow {
     pub p95_ms: u64,
     pub spark_s: f64,
     pub correct_per_s: f64,
+    /// The per-pause replay: pauses, those with a suggestion visible within the window, those right, and the
+    /// median and 95th percentile time to the first visible suggestion.
+    pub pauses: usize,
+    pub pauses_shown: usize,
+    pub pauses_right: usize,
+    pub pause_p50_ms: u64,
+    pub pause_p95_ms: u64,
 }
 
 /// The next-edit row of one language (judged against the real next version: docs/eval.md).
@@ -181,6 +188,8 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
     for (lang, split) in langs_and_splits() {
         let keys: Vec<_> = run.keystrokes.iter().filter(|k| k.lang == lang && k.split == split).collect();
         let spans: Vec<_> = run.spans.iter().filter(|s| s.lang == lang && s.split == split).collect();
+        let pauses: Vec<_> = run.pauses.iter().filter(|p| p.lang == lang && p.split == split).collect();
+        let mut pause_ms: Vec<u64> = pauses.iter().filter_map(|p| p.ms).collect();
         if keys.is_empty() {
             continue;
         }
@@ -213,6 +222,11 @@ pub fn ghost_rows(run: &Run) -> Vec<GhostRow> {
             p95_ms: percentile(&mut ms, 0.95),
             spark_s,
             correct_per_s: if spark_s > 0.0 { correct as f64 / spark_s } else { 0.0 },
+            pauses: pauses.len(),
+            pauses_shown: pauses.iter().filter(|p| !p.shown.is_empty()).count(),
+            pauses_right: pauses.iter().filter(|p| p.correct).count(),
+            pause_p50_ms: percentile(&mut pause_ms, 0.5),
+            pause_p95_ms: percentile(&mut pause_ms, 0.95),
         });
     }
     rows
@@ -361,6 +375,27 @@ pub fn markdown(run: &Run) -> String {
                 row.correct_per_s
             ));
         }
+        if ghost.iter().any(|row| row.pauses > 0) {
+            out.push_str(&format!(
+                "\n| ghost text per pause (bursts of 2–6 keys, {} ms apart; a pause lasts {} s) | split | pauses | visible in the pause | **right** | shown wrong | p50 / p95 ms to visible |\n\
+                 |---|---|---|---|---|---|---|\n",
+                super::run::KEY_INTERVAL.as_millis(),
+                super::run::PAUSE_WINDOW.as_secs()
+            ));
+            for row in ghost.iter().filter(|row| row.pauses > 0) {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | **{}** | {} | {} / {} |\n",
+                    row.lang.name(),
+                    row.split.name(),
+                    row.pauses,
+                    pct(row.pauses_shown, row.pauses),
+                    pct(row.pauses_right, row.pauses),
+                    pct(row.pauses_shown - row.pauses_right, row.pauses),
+                    row.pause_p50_ms,
+                    row.pause_p95_ms
+                ));
+            }
+        }
         out.push('\n');
     }
     let next = next_edit_rows(run);
@@ -423,6 +458,7 @@ pub fn from_json(value: &serde_json::Value) -> Result<Vec<Run>> {
                 results: serde_json::from_value(list("cases")).context("cases")?,
                 keystrokes: serde_json::from_value(list("keystrokes")).context("keystrokes")?,
                 spans: serde_json::from_value(list("spans")).context("spans")?,
+                pauses: serde_json::from_value(list("pauses")).context("pauses")?,
                 next_edits: serde_json::from_value(list("next_edits")).context("next_edits")?,
             })
         })
@@ -432,7 +468,7 @@ pub fn from_json(value: &serde_json::Value) -> Result<Vec<Run>> {
 pub fn to_json(run: &Run) -> serde_json::Value {
     json!({"label": run.label, "model": run.model, "machine": run.machine, "date": run.date, "wall_s": run.wall_s, "tasks": task_rows(run),
            "ghost": ghost_rows(run), "next_edit": next_edit_rows(run), "cases": run.results,
-           "keystrokes": run.keystrokes, "spans": run.spans, "next_edits": run.next_edits})
+           "keystrokes": run.keystrokes, "spans": run.spans, "pauses": run.pauses, "next_edits": run.next_edits})
 }
 
 /// Bars per task and language (and per model): correct, offered but wrong, crash/timeout, as % of cases

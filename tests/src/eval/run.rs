@@ -86,6 +86,28 @@ pub struct Keystroke {
     pub after_tab: bool,
 }
 
+/// One pause in the per-pause replay: the user typed a burst and stopped; what became visible within
+/// [`PAUSE_WINDOW`] (the number closest to an acceptance rate: a user reads ghost text when they pause).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Pause {
+    pub lang: Lang,
+    #[serde(default)]
+    pub split: Split,
+    pub case: String,
+    /// Characters typed in the burst before the pause.
+    pub burst: usize,
+    /// The first line visible (empty: nothing within the window).
+    pub shown: String,
+    pub correct: bool,
+    /// From the pause's start (the burst's last keystroke) to the first visible suggestion.
+    pub ms: Option<u64>,
+}
+
+/// How long a pause lasts in the replay: a suggestion visible later is not counted (issue 33: within 2 s).
+pub const PAUSE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+/// Time between keystrokes inside a burst (a quick typist: ~12 characters a second).
+pub const KEY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(80);
+
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     pub lang: Lang,
@@ -161,6 +183,9 @@ pub struct Run {
     pub results: Vec<CaseResult>,
     pub keystrokes: Vec<Keystroke>,
     pub spans: Vec<Span>,
+    /// The per-pause replay of the same spans (typed in bursts, not waiting for answers).
+    #[serde(default)]
+    pub pauses: Vec<Pause>,
     pub next_edits: Vec<NextEditResult>,
     pub wall_s: f64,
 }
@@ -252,6 +277,12 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
             log(&format!("ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
             if let Err(error) = ghost_case(&mut server, package(&case.package)?, case, &mut run) {
                 log(&format!("ghost {}: harness error, span skipped: {error:#}", case.id));
+            }
+        }
+        for (idx, case) in ghost.iter().enumerate() {
+            log(&format!("ghost in bursts {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
+            if let Err(error) = ghost_pause_case(&mut server, package(&case.package)?, case, &mut run) {
+                log(&format!("ghost in bursts {}: harness error, span skipped: {error:#}", case.id));
             }
         }
     }
@@ -504,6 +535,67 @@ fn ghost_case(server: &mut dyn GhostClient, package: &Package, case: &GhostCase,
         chars: case.span.len(),
         supplied: supplied.unwrap_or(0),
     });
+    Ok(())
+}
+
+/// The same span typed as a person types: bursts of 2 to 6 characters ([`KEY_INTERVAL`] apart, an inline request
+/// sent at each keystroke and cancelled by the next, nothing awaited), each followed by a pause in which the
+/// first visible suggestion is scored ([`Pause`]). The bursts are drawn from the case's id: the same every run.
+fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, run: &mut Run) -> Result<()> {
+    let real = package.read(&case.file)?;
+    let uri = drive::file_uri(&package.dir().join(&case.file));
+    let language_id = case.lang.language_id();
+    let mut document = format!("{}{}", &real[..case.start], &real[case.start + case.span.len()..]);
+    server.set_text(&uri, language_id, &document)?;
+    let mut rng = super::Rng::new(u64::from_str_radix(&super::fingerprint(&[&case.id]), 16).unwrap_or(0));
+    let chars: Vec<char> = case.span.chars().collect();
+    let mut typed = 0;
+    let mut pending: Option<i64> = None;
+    while typed < chars.len() {
+        let burst = (2 + rng.below(5)).min(chars.len() - typed);
+        for _ in 0..burst {
+            let cursor = case.start + chars[..typed].iter().map(|ch| ch.len_utf8()).sum::<usize>();
+            document.insert(cursor, chars[typed]);
+            typed += 1;
+            if let Some(id) = pending.take() {
+                server.cancel(id)?;
+            }
+            server.set_text(&uri, language_id, &document)?;
+            let (line, character) = drive::position(&document, cursor + chars[typed - 1].len_utf8());
+            pending = Some(server.send_inline(&uri, line, character)?);
+            if typed < chars.len() {
+                server.idle(KEY_INTERVAL)?;
+            }
+        }
+        if typed == chars.len() {
+            break;
+        }
+        // The pause: the line's rest is what a right suggestion shows.
+        let rest: String = chars[typed..].iter().collect();
+        let cursor = case.start + chars[..typed].iter().map(|ch| ch.len_utf8()).sum::<usize>();
+        let position = drive::position(&document, cursor);
+        let started = std::time::Instant::now();
+        let id = pending.take().expect("a request at the burst's last keystroke");
+        let visible = server.visible_by(&uri, id, position, started + PAUSE_WINDOW)?;
+        let ms = visible.as_ref().map(|_| started.elapsed().as_millis() as u64);
+        let suggestion = visible.unwrap_or_default();
+        run.pauses.push(Pause {
+            lang: case.lang,
+            split: case.split,
+            case: case.id.clone(),
+            burst,
+            shown: check::first_visible_line(&suggestion).to_owned(),
+            correct: check::ghost_line_is_correct(&rest, &suggestion),
+            ms,
+        });
+        // The rest of the pause, so that the next burst starts after it as the user's would.
+        let left = PAUSE_WINDOW.saturating_sub(started.elapsed());
+        server.idle(left.min(std::time::Duration::from_millis(300)))?;
+    }
+    if let Some(id) = pending {
+        server.cancel(id)?;
+    }
+    server.close(&uri)?;
     Ok(())
 }
 
