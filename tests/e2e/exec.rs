@@ -292,6 +292,79 @@ fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
     assert_eq!(tree(&dir.join("src")), before, "a check wrote into the user's tree");
 }
 
+const USE_TS: &str = "import { total } from \"./total.js\";\n\nexport const sum: number = total([1, 2]);\n";
+
+/// The resident TypeScript checker (`ts_service`): one language service per scratch copy, kept warm across
+/// tasks; a candidate that breaks a file importing the edited one is refused there, an error the original had
+/// elsewhere does not block, and nothing is written into the user's tree. Each candidate's time is printed beside
+/// `tsc --noEmit`'s on the same package.
+#[test]
+fn the_resident_checker_judges_candidates_warm_and_sees_the_importers() {
+    cache_home();
+    let dir = ts_package("exec-ts-resident");
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    std::fs::write(dir.join("src/use.ts"), USE_TS).unwrap();
+    std::fs::write(dir.join("src/other.ts"), "export const broken: number = \"x\";\n").unwrap();
+    let before = tree(&dir.join("src"));
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let candidates = [
+        ("sum + p, 0)", "sum + p * 2, 0)", true),
+        ("sum + p, 0)", "sum + p, \"0\")", false),
+        ("number[]): number {", "number[]): number | string {", false),
+        ("sum + p, 0)", "sum - p, 0)", true),
+        ("sum + p, 0)", "sum + p + 0, 0)", true),
+    ];
+    let mut times = Vec::new();
+    for (old, new, passes) in candidates {
+        let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+        let change = replace(None, TS, old, new);
+        let started = std::time::Instant::now();
+        let checked = runtime.block_on(gate.check(&change, &cancel));
+        times.push(started.elapsed().as_millis());
+        assert_eq!(checked.is_ok(), passes, "{new}: {checked:?}");
+        if passes {
+            assert!(gate.summary().contains("tsc passed (resident service)"), "{}", gate.summary());
+        }
+        if new.contains("| string {") {
+            // The function's new return type breaks the file that imports it, not the edited file.
+            assert!(checked.as_ref().unwrap_err().contains("src/use.ts"), "{checked:?}");
+        }
+    }
+    let tsc = dir.join("node_modules/.bin/tsc");
+    let started = std::time::Instant::now();
+    let status =
+        Command::new(&tsc).args(["--noEmit", "-p", "tsconfig.json"]).current_dir(&dir).output().unwrap().status;
+    eprintln!(
+        "resident checker, ms per task (first one starts it): {times:?}; tsc --noEmit: {} ms ({status})",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(tree(&dir.join("src")), before, "a check wrote into the user's tree");
+}
+
+/// A package whose `tsc` has no TypeScript compiler module beside it (a wrapper script): the resident checker
+/// cannot run, and the check falls back to that `tsc` (which passes everything here).
+#[test]
+fn without_a_typescript_module_the_check_falls_back_to_tsc() {
+    cache_home();
+    let dir = scratch_dir("exec-ts-fallback");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"fallback\", \"private\": true}\n").unwrap();
+    std::fs::write(dir.join("tsconfig.json"), "{}\n").unwrap();
+    let tsc = dir.join("node_modules/.bin/tsc");
+    std::fs::write(&tsc, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&tsc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+    let change = replace(None, TS, "sum + p, 0)", "sum + p * 2, 0)");
+    assert_eq!(runtime().block_on(gate.check(&change, &CancellationToken::new())), Ok(()));
+    let summary = gate.summary();
+    assert!(summary.contains("tsc passed") && !summary.contains("resident"), "{summary}");
+}
+
 /// `spark-lsp fix --run` with the default model: the grammar's repair of a missing `;` parses but does not
 /// type-check here, so without `--run` it is offered, and with `--run` it is refused by `cargo check`.
 #[test]

@@ -12,6 +12,7 @@ use super::project::*;
 use super::scratch::{Scratch, ScratchSession};
 use super::settings::VerifySettings;
 use super::steps::*;
+use super::ts_service::{self, ServiceError};
 use super::{last_line, Checked, Unchecked};
 use crate::tasks::{FileChange, TaskKind};
 
@@ -25,6 +26,9 @@ pub struct Gate<'a> {
     /// The original text's errors and the compiler's whole output for it (where the fix path reads the
     /// compiler's own suggestions), computed at most once per task: when a candidate has errors, or when asked.
     baseline: tokio::sync::OnceCell<Result<(Vec<CompilerError>, String), String>>,
+    /// The same under the resident TypeScript service (whose errors cover the file and its importers, not the
+    /// whole program: a candidate is judged against a baseline of its own kind).
+    resident_baseline: tokio::sync::OnceCell<(Vec<CompilerError>, String)>,
     /// What ran for the candidate that passed, for the outcome's title.
     passed: Mutex<Vec<String>>,
 }
@@ -44,6 +48,7 @@ impl<'a> Gate<'a> {
             original,
             target_message,
             baseline: tokio::sync::OnceCell::new(),
+            resident_baseline: tokio::sync::OnceCell::new(),
             passed: Mutex::new(Vec::new()),
         }
     }
@@ -174,23 +179,14 @@ impl<'a> Gate<'a> {
             }
             ProjectKind::Node => {
                 if self.compile_on() {
-                    let tsc = find_tsc(project).ok_or_else(|| {
-                        Checked::Unchecked(Unchecked::Tool("no tsc in node_modules/.bin or on PATH".to_owned()))
-                    })?;
-                    let has_tsconfig = project.root.join("tsconfig.json").is_file();
-                    let build_info = scratch.target.join("tsc.tsbuildinfo");
-                    let step = tsc_step(tsc, has_tsconfig, &edited_path, &build_info);
-                    let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
-                    let errors = parse_tsc_errors(&candidate.stdout);
                     let edited = EditedLines::of(&edited_path, change);
-                    self.judge_errors(&scratch, &edited, &step, &errors, parse_tsc_errors, cancel).await?;
-                    // tsc exits non-zero for the errors `parse_tsc_errors` leaves out (a package the checkout has
-                    // not installed) too: only a failure with no error reported at all is the toolchain's.
-                    if parse_tsc(&candidate.stdout).is_empty() && candidate.status != Some(0) {
-                        let why = format!("tsc failed: {}", last_line(&candidate.stderr));
-                        return Err(Checked::Unchecked(Unchecked::Tool(why)));
+                    match self.check_resident(&scratch, &edited_path, &new_text, &edited, cancel).await {
+                        Ok(passed) => ran.push(passed?),
+                        Err(why) => {
+                            tracing::warn!(%why, "the resident TypeScript checker gave no answer: tsc --noEmit instead");
+                            ran.push(self.check_tsc(&scratch, &edited_path, &new_text, &edited, cancel).await?);
+                        }
                     }
-                    ran.push(format!("tsc passed, {} ms", candidate.ms));
                 }
                 if self.tests_on() {
                     let framework = crate::tasks::ts_framework(Some(&project.root.join(&project.file)));
@@ -233,6 +229,92 @@ impl<'a> Gate<'a> {
             }
         }
         Ok(ran)
+    }
+
+    /// `tsc --noEmit` on the scratch copy with the candidate written into it; what passed, or why not.
+    async fn check_tsc(
+        &self,
+        scratch: &Scratch,
+        edited_path: &Path,
+        new_text: &str,
+        edited: &EditedLines,
+        cancel: &CancellationToken,
+    ) -> Result<String, Checked> {
+        let project = &scratch.project;
+        let tsc = find_tsc(project)
+            .ok_or_else(|| Checked::Unchecked(Unchecked::Tool("no tsc in node_modules/.bin or on PATH".to_owned())))?;
+        let has_tsconfig = project.root.join("tsconfig.json").is_file();
+        let build_info = scratch.target.join("tsc.tsbuildinfo");
+        let step = tsc_step(tsc, has_tsconfig, edited_path, &build_info);
+        let candidate = scratch.run_with(edited_path, new_text, &step, self.settings, cancel).await?;
+        let errors = parse_tsc_errors(&candidate.stdout);
+        self.judge_errors(scratch, edited, &step, &errors, parse_tsc_errors, cancel).await?;
+        // tsc exits non-zero for the errors `parse_tsc_errors` leaves out (a package the checkout has not
+        // installed) too: only a failure with no error reported at all is the toolchain's.
+        if parse_tsc(&candidate.stdout).is_empty() && candidate.status != Some(0) {
+            let why = format!("tsc failed: {}", last_line(&candidate.stderr));
+            return Err(Checked::Unchecked(Unchecked::Tool(why)));
+        }
+        Ok(format!("tsc passed, {} ms", candidate.ms))
+    }
+
+    /// The candidate through the project's resident TypeScript service (`ts_service`): its text in memory, the
+    /// errors of the file and of its importers judged against the original text's under the same service. The
+    /// outer `Err` says why the service gave no answer (the caller runs `tsc` instead); the inner result is the
+    /// check's.
+    async fn check_resident(
+        &self,
+        scratch: &Scratch,
+        edited_path: &Path,
+        new_text: &str,
+        edited: &EditedLines,
+        cancel: &CancellationToken,
+    ) -> Result<Result<String, Checked>, ServiceError> {
+        let command = ts_service::service_command(&scratch.project, &scratch.copy)?;
+        let limit = self.settings.timeout();
+        let candidate = ts_service::check(&scratch.copy, &command, edited_path, Some(new_text), limit, cancel).await;
+        let candidate = match candidate {
+            Err(ServiceError::Cancelled) => return Ok(Err(Checked::Refused("tsc cancelled".to_owned()))),
+            other => other?,
+        };
+        let errors = parse_tsc_errors(&candidate.output);
+        let label = "tsc (resident service)";
+        if errors.is_empty() {
+            return Ok(Ok(format!("tsc passed (resident service), {} ms", candidate.ms)));
+        }
+        if let Some(error) = errors.iter().find(|error| edited.contains(error)) {
+            return Ok(Err(Checked::Refused(format!("{label}: in the edit: {error}"))));
+        }
+        let baseline = match self.resident_baseline(scratch, edited_path, cancel).await {
+            Ok((errors, _)) => errors,
+            Err(ServiceError::Cancelled) => return Ok(Err(Checked::Refused("tsc cancelled".to_owned()))),
+            Err(error) => return Err(error),
+        };
+        Ok(judge(&errors, Some(&baseline), self.target_message, Some(edited))
+            .map(|()| format!("tsc passed (resident service), {} ms", candidate.ms))
+            .map_err(|reason| Checked::Refused(format!("{label}: {reason}"))))
+    }
+
+    /// The original text's errors and output under the resident service, once per task for the task's own file
+    /// (a created test file, which had no original, is asked each time).
+    async fn resident_baseline(
+        &self,
+        scratch: &Scratch,
+        edited_path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<CompilerError>, String), ServiceError> {
+        let command = ts_service::service_command(&scratch.project, &scratch.copy)?;
+        let ask = || async {
+            // The copy holds the original tree (the service's candidates never touch it).
+            let original = (edited_path == scratch.project.file).then_some(self.original);
+            let limit = self.settings.timeout();
+            let answer = ts_service::check(&scratch.copy, &command, edited_path, original, limit, cancel).await?;
+            Ok((parse_tsc_errors(&answer.output), answer.output))
+        };
+        if edited_path != scratch.project.file {
+            return ask().await;
+        }
+        self.resident_baseline.get_or_try_init(ask).await.cloned()
     }
 
     /// Refuses a candidate whose errors the original text did not have; the original's errors are computed once
@@ -295,6 +377,12 @@ impl<'a> Gate<'a> {
                 self.baseline(&scratch, &project.file, &step, parse_cargo_json, cancel).await
             }
             ProjectKind::Node => {
+                match self.resident_baseline(&scratch, &project.file, cancel).await {
+                    Ok((_, output)) => return Some((project.clone(), output)),
+                    Err(why) => {
+                        tracing::warn!(%why, "the resident TypeScript checker gave no answer: tsc --noEmit instead")
+                    }
+                }
                 let step = tsc_step(
                     find_tsc(&project)?,
                     project.root.join("tsconfig.json").is_file(),

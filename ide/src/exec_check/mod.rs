@@ -18,6 +18,7 @@ mod project;
 mod scratch;
 mod settings;
 mod steps;
+pub mod ts_service;
 
 pub use gate::Gate;
 pub use parse::*;

@@ -44,7 +44,8 @@ impl VerifySettings {
     pub fn commands(&self) -> Vec<&'static str> {
         let mut commands = Vec::new();
         if self.compile {
-            commands.extend(["cargo check", "tsc --noEmit"]);
+            // The resident TypeScript checker (`ts_service`) is node running the TypeScript compiler's language service.
+            commands.extend(["cargo check", "tsc --noEmit", "node ts-checker"]);
         }
         if self.run_tests {
             commands.extend(["cargo test", "vitest run", "jest", "node --test"]);
