@@ -4,7 +4,8 @@
 // Usage: node checker.js <typescript.js> <project dir> <tsconfig.json or "">
 // Requests, one JSON object a line on stdin: {"id": 1, "file": "src/a.ts", "text": "..."}; `text` is the file's
 // candidate text, held in memory (null: the file as it is on disk). Answers, one a line on stdout:
-// {"id": 1, "output": "<errors as `tsc --pretty false` prints them>", "checked": 2, "ms": 41} or {"id", "error"}.
+// {"id": 1, "output": "<errors as `tsc --pretty false` prints them>", "checked": 2, "ms": 41, "programMs": 12,
+// "times": [25, 4]} (the program brought up to date, then each checked file's diagnostics) or {"id", "error"}.
 // The errors are those of the file and of the project's files that import it, syntactic and semantic, plus the
 // options' and global ones; the rest of the project is not re-checked. Exits when stdin closes (the server went).
 'use strict';
@@ -142,6 +143,7 @@ function handle(request) {
   }
   loadConfig(file);
   const program = service.getProgram();
+  const programMs = Date.now() - started;
   const checked = [];
   if (program.getSourceFile(file)) checked.push(file);
   for (const sourceFile of program.getSourceFiles()) {
@@ -150,12 +152,15 @@ function handle(request) {
     if (importsOf(sourceFile).has(file)) checked.push(sourceFile.fileName);
   }
   const diagnostics = [...configErrors, ...service.getCompilerOptionsDiagnostics()];
+  const times = [];
   for (const fileName of checked) {
+    const fileStarted = Date.now();
     diagnostics.push(...service.getSyntacticDiagnostics(fileName), ...service.getSemanticDiagnostics(fileName));
+    times.push(Date.now() - fileStarted);
   }
   const errors = diagnostics.filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error);
   const output = ts.formatDiagnostics(errors, formatHost);
-  return { id: request.id, output, checked: checked.length, ms: Date.now() - started };
+  return { id: request.id, output, checked: checked.length, ms: Date.now() - started, programMs, times };
 }
 
 function answer(value) {

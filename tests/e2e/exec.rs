@@ -76,7 +76,7 @@ fn tree(dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 fn compile_only() -> VerifySettings {
-    VerifySettings { compile: true, run_tests: false, timeout_ms: 120_000 }
+    VerifySettings { compile: true, run_tests: false, timeout_ms: 120_000, ..VerifySettings::all() }
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn generated_tests_run_and_a_failing_one_is_refused() {
         replace: end..end,
         insert: module(body),
     };
-    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Tests, Some(&file), LIB, None);
     assert_eq!(runtime.block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), 6);"), &cancel)), Ok(()));
     assert!(gate.summary().contains("cargo test passed"), "{}", gate.summary());
@@ -231,7 +231,7 @@ fn a_check_past_its_time_limit_is_refused() {
     std::fs::write(dir.join("build.rs"), "fn main() { std::thread::sleep(std::time::Duration::from_secs(60)); }\n")
         .unwrap();
     let file = dir.join("src/lib.rs");
-    let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000 };
+    let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Fix, Some(&file), LIB, None);
     let good = replace(None, LIB, "prices.iter().sum()", "prices.iter().copied().sum::<u32>()");
     let started = std::time::Instant::now();
@@ -464,7 +464,7 @@ fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
     };
     let runtime = runtime();
     let cancel = CancellationToken::new();
-    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Tests, Some(&file), TS, None);
     assert_eq!(runtime.block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 6);"), &cancel)), Ok(()));
     assert!(gate.summary().contains("node --test passed"), "{}", gate.summary());
@@ -595,7 +595,7 @@ fn generate_tests(file: &Path, text: &str, at: &str, model: &[&str]) -> spark_id
     };
     let engine = spark_engine::Engine::start_scripted(model.iter().map(|answer| (*answer).to_owned()).collect());
     let at = text.find(at).unwrap();
-    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let budget = TaskBudget { verify: settings, ..TaskBudget::default() };
     let target = TaskTarget { range: at..at, message: None };
     let generator = spark_ide::route::Generator::local(&engine);

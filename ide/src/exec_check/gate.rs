@@ -183,7 +183,9 @@ impl<'a> Gate<'a> {
                     match self.check_resident(&scratch, &edited_path, &new_text, &edited, cancel).await {
                         Ok(passed) => ran.push(passed?),
                         Err(why) => {
-                            tracing::warn!(%why, "the resident TypeScript checker gave no answer: tsc --noEmit instead");
+                            if self.settings.ts_service {
+                                tracing::warn!(%why, "the resident TypeScript checker gave no answer: tsc --noEmit instead");
+                            }
                             ran.push(self.check_tsc(&scratch, &edited_path, &new_text, &edited, cancel).await?);
                         }
                     }
@@ -270,6 +272,9 @@ impl<'a> Gate<'a> {
         edited: &EditedLines,
         cancel: &CancellationToken,
     ) -> Result<Result<String, Checked>, ServiceError> {
+        if !self.settings.ts_service {
+            return Err(ServiceError::Unavailable("verify.tsService is off".to_owned()));
+        }
         let command = ts_service::service_command(&scratch.project, &scratch.copy)?;
         let limit = self.settings.timeout();
         let candidate = ts_service::check(&scratch.copy, &command, edited_path, Some(new_text), limit, cancel).await;
@@ -303,6 +308,9 @@ impl<'a> Gate<'a> {
         edited_path: &Path,
         cancel: &CancellationToken,
     ) -> Result<(Vec<CompilerError>, String), ServiceError> {
+        if !self.settings.ts_service {
+            return Err(ServiceError::Unavailable("verify.tsService is off".to_owned()));
+        }
         let command = ts_service::service_command(&scratch.project, &scratch.copy)?;
         let ask = || async {
             // The copy holds the original tree (the service's candidates never touch it).

@@ -17,6 +17,9 @@ pub struct VerifySettings {
     pub run_tests: bool,
     /// Time limit of one check (one command), in milliseconds.
     pub timeout_ms: u64,
+    /// Type-check TypeScript candidates in the project's resident language service (`ts_service`, tens of
+    /// milliseconds warm) rather than one `tsc --noEmit` run each (seconds); `tsc` stays the fallback.
+    pub ts_service: bool,
 }
 
 impl Default for VerifySettings {
@@ -28,7 +31,7 @@ impl Default for VerifySettings {
 impl VerifySettings {
     /// Both checks on: the editor's default, and what the CLI's `--run` asks.
     pub fn all() -> VerifySettings {
-        VerifySettings { compile: true, run_tests: true, timeout_ms: 60_000 }
+        VerifySettings { compile: true, run_tests: true, timeout_ms: 60_000, ts_service: true }
     }
 
     /// No command runs: the CLI and MCP tools without `--run`, and library callers that did not ask.

@@ -134,10 +134,13 @@ pub async fn check(
     let request = serde_json::json!({ "id": service.next_id, "file": file.to_string_lossy(), "text": text });
     let outcome = service.ask(request, limit, cancel).await;
     match outcome {
-        Ok(output) => {
+        Ok(answer) => {
             slot.failures = 0;
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            tracing::info!(ms, cold, "TypeScript service answered");
+            // Where the time went: the program brought up to date, then each checked file's diagnostics.
+            let (program_ms, files_ms) = (answer["programMs"].as_u64(), answer["times"].to_string());
+            tracing::info!(ms, cold, ?program_ms, files_ms, "TypeScript service answered");
+            let output = answer["output"].as_str().unwrap_or_default().to_owned();
             Ok(ServiceAnswer { output, ms, cold })
         }
         // A cancelled request leaves the service working on it; its late answer is skipped by id.
@@ -260,7 +263,7 @@ impl Service {
         request: serde_json::Value,
         limit: Duration,
         cancel: &CancellationToken,
-    ) -> Result<String, ServiceError> {
+    ) -> Result<serde_json::Value, ServiceError> {
         let id = self.next_id;
         self.next_id += 1;
         if self.requests.send(format!("{request}\n")).is_err() {
@@ -280,10 +283,10 @@ impl Service {
                 if let Some(error) = answer["error"].as_str() {
                     return Err(ServiceError::Failed(shorten(error).to_owned()));
                 }
-                return answer["output"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ServiceError::Failed("an answer without output".to_owned()));
+                if !answer["output"].is_string() {
+                    return Err(ServiceError::Failed("an answer without output".to_owned()));
+                }
+                return Ok(answer);
             }
         };
         tokio::select! {
