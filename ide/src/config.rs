@@ -504,7 +504,7 @@ mod tests {
         let settings = Settings::from_json(&json!({"verify": {"runTests": false, "timeoutMs": 5000}})).unwrap();
         assert!(settings.verify.compile && !settings.verify.run_tests);
         assert_eq!(settings.verify.timeout_ms, 5000);
-        assert_eq!(settings.verify.commands(), ["cargo check", "tsc --noEmit"]);
+        assert_eq!(settings.verify.commands(), ["cargo check", "tsc --noEmit", "node ts-checker"]);
         let off = Settings::from_json(&json!({"verify": {"compile": false, "runTests": false}})).unwrap();
         assert!(!off.verify.any() && off.verify.commands().is_empty());
         assert!(Settings::from_json(&json!({"verify": {"runTests": "yes"}})).is_err());

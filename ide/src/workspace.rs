@@ -261,13 +261,14 @@ impl Workspace {
         self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).forget(&uri.to_owned());
     }
 
-    /// Stops everything running: requests, background work, the model.
+    /// Stops everything running: requests, background work, the model, the resident TypeScript checkers.
     pub fn shutdown(&self) {
         for entry in self.inflight.iter() {
             entry.value().cancel.cancel();
         }
         self.background.abort_all();
         self.engine.shutdown();
+        crate::exec_check::ts_service::shutdown_all();
     }
 
     pub(crate) fn remote(&self) -> Option<RemoteClient> {

@@ -76,7 +76,7 @@ fn tree(dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 fn compile_only() -> VerifySettings {
-    VerifySettings { compile: true, run_tests: false, timeout_ms: 120_000 }
+    VerifySettings { compile: true, run_tests: false, timeout_ms: 120_000, ..VerifySettings::all() }
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn generated_tests_run_and_a_failing_one_is_refused() {
         replace: end..end,
         insert: module(body),
     };
-    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Tests, Some(&file), LIB, None);
     assert_eq!(runtime.block_on(gate.check(&change("assert_eq!(total(&[1, 2, 3]), 6);"), &cancel)), Ok(()));
     assert!(gate.summary().contains("cargo test passed"), "{}", gate.summary());
@@ -231,7 +231,7 @@ fn a_check_past_its_time_limit_is_refused() {
     std::fs::write(dir.join("build.rs"), "fn main() { std::thread::sleep(std::time::Duration::from_secs(60)); }\n")
         .unwrap();
     let file = dir.join("src/lib.rs");
-    let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000 };
+    let settings = VerifySettings { compile: true, run_tests: false, timeout_ms: 3_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Fix, Some(&file), LIB, None);
     let good = replace(None, LIB, "prices.iter().sum()", "prices.iter().copied().sum::<u32>()");
     let started = std::time::Instant::now();
@@ -290,6 +290,79 @@ fn tsc_passes_code_that_type_checks_and_refuses_a_type_error() {
     assert_eq!(runtime.block_on(gate.check(&good, &cancel)), Ok(()));
     eprintln!("tsc, first{first}; second{}", gate.summary());
     assert_eq!(tree(&dir.join("src")), before, "a check wrote into the user's tree");
+}
+
+const USE_TS: &str = "import { total } from \"./total.js\";\n\nexport const sum: number = total([1, 2]);\n";
+
+/// The resident TypeScript checker (`ts_service`): one language service per scratch copy, kept warm across
+/// tasks; a candidate that breaks a file importing the edited one is refused there, an error the original had
+/// elsewhere does not block, and nothing is written into the user's tree. Each candidate's time is printed beside
+/// `tsc --noEmit`'s on the same package.
+#[test]
+fn the_resident_checker_judges_candidates_warm_and_sees_the_importers() {
+    cache_home();
+    let dir = ts_package("exec-ts-resident");
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    std::fs::write(dir.join("src/use.ts"), USE_TS).unwrap();
+    std::fs::write(dir.join("src/other.ts"), "export const broken: number = \"x\";\n").unwrap();
+    let before = tree(&dir.join("src"));
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let candidates = [
+        ("sum + p, 0)", "sum + p * 2, 0)", true),
+        ("sum + p, 0)", "sum + p, \"0\")", false),
+        ("number[]): number {", "number[]): number | string {", false),
+        ("sum + p, 0)", "sum - p, 0)", true),
+        ("sum + p, 0)", "sum + p + 0, 0)", true),
+    ];
+    let mut times = Vec::new();
+    for (old, new, passes) in candidates {
+        let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+        let change = replace(None, TS, old, new);
+        let started = std::time::Instant::now();
+        let checked = runtime.block_on(gate.check(&change, &cancel));
+        times.push(started.elapsed().as_millis());
+        assert_eq!(checked.is_ok(), passes, "{new}: {checked:?}");
+        if passes {
+            assert!(gate.summary().contains("tsc passed (resident service)"), "{}", gate.summary());
+        }
+        if new.contains("| string {") {
+            // The function's new return type breaks the file that imports it, not the edited file.
+            assert!(checked.as_ref().unwrap_err().contains("src/use.ts"), "{checked:?}");
+        }
+    }
+    let tsc = dir.join("node_modules/.bin/tsc");
+    let started = std::time::Instant::now();
+    let status =
+        Command::new(&tsc).args(["--noEmit", "-p", "tsconfig.json"]).current_dir(&dir).output().unwrap().status;
+    eprintln!(
+        "resident checker, ms per task (first one starts it): {times:?}; tsc --noEmit: {} ms ({status})",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(tree(&dir.join("src")), before, "a check wrote into the user's tree");
+}
+
+/// A package whose `tsc` has no TypeScript compiler module beside it (a wrapper script): the resident checker
+/// cannot run, and the check falls back to that `tsc` (which passes everything here).
+#[test]
+fn without_a_typescript_module_the_check_falls_back_to_tsc() {
+    cache_home();
+    let dir = scratch_dir("exec-ts-fallback");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"fallback\", \"private\": true}\n").unwrap();
+    std::fs::write(dir.join("tsconfig.json"), "{}\n").unwrap();
+    let tsc = dir.join("node_modules/.bin/tsc");
+    std::fs::write(&tsc, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&tsc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let file = dir.join("src/total.ts");
+    std::fs::write(&file, TS).unwrap();
+    let gate = Gate::new(compile_only(), TaskKind::Fix, Some(&file), TS, None);
+    let change = replace(None, TS, "sum + p, 0)", "sum + p * 2, 0)");
+    assert_eq!(runtime().block_on(gate.check(&change, &CancellationToken::new())), Ok(()));
+    let summary = gate.summary();
+    assert!(summary.contains("tsc passed") && !summary.contains("resident"), "{summary}");
 }
 
 /// `spark-lsp fix --run` with the default model: the grammar's repair of a missing `;` parses but does not
@@ -391,7 +464,7 @@ fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
     };
     let runtime = runtime();
     let cancel = CancellationToken::new();
-    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: false, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let gate = Gate::new(settings, TaskKind::Tests, Some(&file), TS, None);
     assert_eq!(runtime.block_on(gate.check(&test_file("assert.equal(total([1, 2, 3]), 6);"), &cancel)), Ok(()));
     assert!(gate.summary().contains("node --test passed"), "{}", gate.summary());
@@ -522,7 +595,7 @@ fn generate_tests(file: &Path, text: &str, at: &str, model: &[&str]) -> spark_id
     };
     let engine = spark_engine::Engine::start_scripted(model.iter().map(|answer| (*answer).to_owned()).collect());
     let at = text.find(at).unwrap();
-    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000 };
+    let settings = VerifySettings { compile: true, run_tests: true, timeout_ms: 120_000, ..VerifySettings::all() };
     let budget = TaskBudget { verify: settings, ..TaskBudget::default() };
     let target = TaskTarget { range: at..at, message: None };
     let generator = spark_ide::route::Generator::local(&engine);

@@ -552,6 +552,7 @@ impl Core {
                 compile: true,
                 run_tests: false,
                 timeout_ms: self.settings.run_timeout.as_millis() as u64,
+                ..VerifySettings::all()
             };
             let gate = Gate::new(verify, TaskKind::Fix, Some(file), text, None);
             let verdict = gate.check(&change, cancel).await;
