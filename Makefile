@@ -6,7 +6,7 @@ BIN := target/release/spark-lsp
 SPARK_LSP_BIN ?= $(CURDIR)/$(BIN)
 export SPARK_LSP_BIN
 
-.PHONY: all deps model tools mcp-client build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke
+.PHONY: all deps model tools mcp-client build llama-server demo test test-rust test-editors lint bench remote-bench fuzz-smoke eval soak
 
 all: build
 

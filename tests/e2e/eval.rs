@@ -403,6 +403,8 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
     // The tables are made again from report.json alone (`spark-eval --tables`), the same.
     let again = report::from_json(&serde_json::json!([report::to_json(&run)])).unwrap();
     assert_eq!(report::markdown(&again[0]), markdown);
+    let summary = report::summary(&again[0]);
+    assert!(summary.contains("| fix | rust | test | 3 | 1 (33%) | **1** |"), "{summary}");
     let png = std::env::temp_dir().join(format!("spark-eval-self-test-{}.png", std::process::id()));
     report::plot(&[run], &png).unwrap();
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);

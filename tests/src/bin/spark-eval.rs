@@ -5,7 +5,7 @@
 //! Usage: spark-eval [--quick] [--split dev|test] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]...
 //!        [--all-models] [--only ID,...] [--settings JSON]... [--min-confidence X]...
 //!        spark-eval --fetch-only
-//!        spark-eval --tables target/eval/report.json
+//!        spark-eval --tables target/eval/report.json [--summary]
 //! (`--split dev` is what tuning and sweeps read; `--split test` is held out: what the README reports. Without it
 //! both run, side by side in every table. `--tables` prints the tables of a report's JSON again.)
 //! (`--fetch-only` fetches the pinned corpus into target/eval/corpus/ and stops: the real-editor pause tests type
@@ -99,7 +99,7 @@ fn main() -> Result<()> {
                 println!(
                     "spark-eval [--quick] [--split dev|test] [--tasks ghost,fix,tests,regex,next-edit] [--model PATH]... \
                      [--all-models] [--only ID,...] [--settings JSON]... [--min-confidence X]... [--llama-vim] \
-                     | --fetch-only | --tables REPORT.json"
+                     | --fetch-only | --tables REPORT.json [--summary]"
                 );
                 return Ok(());
             }

@@ -438,6 +438,67 @@ pub fn markdown(run: &Run) -> String {
     out
 }
 
+/// The short table the README quotes (`spark-eval --tables FILE --summary`): per task, language and split, how
+/// many were right and how many offered but wrong, with latency. Made from the same rows as [`markdown`].
+pub fn summary(run: &Run) -> String {
+    let mut out = format!(
+        "Model: {}; {}; {}.\n\n| task | lang | split | cases | right | **offered but wrong** | p50 / p95 ms |\n|---|---|---|---|---|---|---|\n",
+        run.model,
+        if run.machine.is_empty() { "machine not recorded" } else { &run.machine },
+        if run.date.is_empty() { "date not recorded" } else { &run.date },
+    );
+    for row in ghost_rows(run) {
+        out.push_str(&format!(
+            "| ghost text, each keystroke | {} | {} | {} keystrokes | {} | **{}** | {} / {} |\n",
+            row.lang.name(),
+            row.split.name(),
+            row.keystrokes,
+            pct(row.correct_first_line, row.keystrokes),
+            pct(row.shown_wrong, row.keystrokes),
+            row.p50_ms,
+            row.p95_ms
+        ));
+        if row.pauses > 0 {
+            out.push_str(&format!(
+                "| ghost text, each pause (within 2 s) | {} | {} | {} pauses | {} | **{}** | {} / {} to visible |\n",
+                row.lang.name(),
+                row.split.name(),
+                row.pauses,
+                pct(row.pauses_right, row.pauses),
+                pct(row.pauses_shown - row.pauses_right, row.pauses),
+                row.pause_p50_ms,
+                row.pause_p95_ms
+            ));
+        }
+    }
+    for row in task_rows(run) {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | **{}** | {} / {} |\n",
+            row.task,
+            row.lang.name(),
+            row.split.name(),
+            row.cases,
+            pct(row.correct, row.cases),
+            row.offered_but_wrong,
+            row.p50_ms,
+            row.p95_ms
+        ));
+    }
+    for row in next_edit_rows(run) {
+        out.push_str(&format!(
+            "| next edit (of predictions) | {} | {} | {} cases | {} | **{}** | {} / {} |\n",
+            row.lang.name(),
+            row.split.name(),
+            row.cases,
+            pct(row.correct, row.predictions),
+            row.wrong,
+            row.p50_ms,
+            row.p95_ms
+        ));
+    }
+    out
+}
+
 /// The runs of a `report.json` (or `report-quick.json`, ...) as they were: the tables are made again from them
 /// (`spark-eval --tables FILE`), never typed by hand.
 pub fn from_json(value: &serde_json::Value) -> Result<Vec<Run>> {

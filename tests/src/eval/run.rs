@@ -199,11 +199,14 @@ fn slice<T: Clone>(items: &[T], quick: bool, keep: usize) -> Vec<T> {
     (0..keep).map(|idx| items[((idx as f64 + 0.5) * step) as usize].clone()).collect()
 }
 
-fn by_lang<T: Clone + HasId>(items: &[T], lang_of: impl Fn(&T) -> Lang, quick: bool, keep: usize) -> Vec<T> {
+/// The cases of each language and split in turn (`--quick`: a slice of each, so that dev and test stay side by side).
+fn by_lang<T: Clone + HasId>(items: &[T], lang_of: impl Fn(&T) -> (Lang, Split), quick: bool, keep: usize) -> Vec<T> {
     let mut out = Vec::new();
     for lang in [Lang::Rust, Lang::Ts] {
-        let in_lang: Vec<T> = items.iter().filter(|item| lang_of(item) == lang).cloned().collect();
-        out.extend(slice(&in_lang, quick, keep));
+        for split in Split::BOTH {
+            let in_lang: Vec<T> = items.iter().filter(|item| lang_of(item) == (lang, split)).cloned().collect();
+            out.extend(slice(&in_lang, quick, keep));
+        }
     }
     out
 }
@@ -253,7 +256,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
     if options.llama_vim {
         // Ghost text only: llama.vim has no tasks.
         let mut client = super::llama_vim::LlamaVim::start(options.model.as_deref())?;
-        let ghost = only(by_lang(&cases.ghost, |case| case.lang, options.quick, 4), &options.only);
+        let ghost = only(by_lang(&cases.ghost, |case| (case.lang, case.split), options.quick, 4), &options.only);
         for (idx, case) in ghost.iter().enumerate() {
             log(&format!("llama.vim ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
             if let Err(error) = ghost_case(&mut client, package(&case.package)?, case, &mut run) {
@@ -272,7 +275,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         HashMap::new()
     };
     if wants("ghost") {
-        let ghost = only(by_lang(&cases.ghost, |case| case.lang, options.quick, 4), &options.only);
+        let ghost = only(by_lang(&cases.ghost, |case| (case.lang, case.split), options.quick, 4), &options.only);
         for (idx, case) in ghost.iter().enumerate() {
             log(&format!("ghost {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
             if let Err(error) = ghost_case(&mut server, package(&case.package)?, case, &mut run) {
@@ -287,7 +290,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         }
     }
     if wants("fix") {
-        let fix = only(by_lang(&cases.fix, |case| case.lang, options.quick, 6), &options.only);
+        let fix = only(by_lang(&cases.fix, |case| (case.lang, case.split), options.quick, 6), &options.only);
         for (idx, case) in fix.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = fix_case(&mut server, scratch, case)
@@ -297,7 +300,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         }
     }
     if wants("tests") {
-        let tests = only(by_lang(&cases.tests, |case| case.lang, options.quick, 4), &options.only);
+        let tests = only(by_lang(&cases.tests, |case| (case.lang, case.split), options.quick, 4), &options.only);
         for (idx, case) in tests.iter().enumerate() {
             let scratch = &scratches[&package(&case.package)?.name];
             let result = tests_case(&mut server, scratch, case)
@@ -307,7 +310,7 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         }
     }
     if wants("regex") {
-        let regex = only(by_lang(&cases.regex, |case| case.lang, options.quick, 6), &options.only);
+        let regex = only(by_lang(&cases.regex, |case| (case.lang, case.split), options.quick, 6), &options.only);
         for (idx, case) in regex.iter().enumerate() {
             let result = regex_case(&mut server, case)
                 .unwrap_or_else(|error| harness_failed("regex", case.lang, case.split, &case.id, error));
