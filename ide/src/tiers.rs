@@ -178,20 +178,21 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
     let policy = settings.policy(kind);
-    let strong = strong.filter(|_| policy != TierPolicy::Fast);
+    let Some((model, path, fast_config)) = strong.filter(|_| policy != TierPolicy::Fast) else {
+        return tasks::run(fast, kind, document, target, budget, cancel).await;
+    };
     let mut outcome = None;
-    if policy != TierPolicy::Strong || strong.is_none() {
+    if policy != TierPolicy::Strong {
         let fast_outcome = tasks::run(fast, kind, document, target, budget, cancel).await?;
-        if fast_outcome.verified() || strong.is_none() {
+        if fast_outcome.verified() {
             return Ok(fast_outcome);
         }
         outcome = Some(fast_outcome);
     }
-    let Some((model, path, fast_config)) = strong else {
-        return Ok(outcome.expect("the fast tier ran"));
-    };
     if cancel.is_cancelled() {
-        return Ok(outcome.expect("the fast tier ran"));
+        // Cancelled before the strong tier: what the fast tier found (nothing verified), or, when it never ran,
+        // a task that tried nothing.
+        return Ok(outcome.unwrap_or_else(|| tasks::cancelled(kind)));
     }
     let engine = match model.get(&path, &fast_config).await {
         Ok(engine) => engine,
@@ -240,5 +241,44 @@ mod tests {
         assert_eq!(explicit.strong_model_path(Some("/m/small.gguf".as_ref())), Some(PathBuf::from("/m/big.gguf")));
         assert_eq!(explicit.strong_model_path(Some("/m/big.gguf".as_ref())), None);
         assert!(serde_json::from_value::<TaskSettings>(serde_json::json!({"regex": "fastest"})).is_err());
+    }
+
+    /// A request cancelled before it starts, under the "strong" policy with a strong model configured: the fast
+    /// tier never ran, so there is no outcome of its to return. It used to panic ("the fast tier ran").
+    #[test]
+    fn a_cancelled_strong_only_task_answers_nothing_and_never_panics() {
+        let text = "fn f() -> u32 {\n    1 +\n}\n";
+        let document = TaskDocument {
+            text: text.to_owned(),
+            lang: spark_grammars::Lang::Rust,
+            tree: spark_grammars::Lang::Rust.parser().parse(text, None).unwrap(),
+            path: None,
+            version: 1,
+            revision: 0,
+            open_files: Vec::new(),
+        };
+        let target = TaskTarget { range: 22..22, message: None };
+        let engine = Engine::start_scripted(vec!["1 + 2".to_owned()]);
+        let settings = TaskSettings { fix: TierPolicy::Strong, ..TaskSettings::default() };
+        let strong_model = StrongModel::default();
+        let strong =
+            Some((&strong_model, PathBuf::from("/nonexistent/strong.gguf"), EngineConfig::new(ModelSource::None, 1)));
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let outcome = runtime
+            .block_on(run(
+                &Generator::local(&engine),
+                strong,
+                &settings,
+                TaskKind::Fix,
+                &document,
+                &target,
+                TaskBudget::default(),
+                &cancel,
+            ))
+            .unwrap();
+        assert!(!outcome.verified(), "a cancelled task offers nothing: {outcome:?}");
+        assert_eq!(strong_model.loaded_path(), None, "a cancelled task loads no strong model");
     }
 }

@@ -226,6 +226,11 @@ fn sampled(title: &str, found: Option<FileChange>, tried: usize, rejections: Vec
     }
 }
 
+/// The outcome of a task cancelled before it tried anything.
+pub fn cancelled(kind: TaskKind) -> TaskOutcome {
+    TaskOutcome { rejections: vec!["cancelled".to_owned()], ..nothing(kind.nothing_verified()) }
+}
+
 fn nothing(title: &str) -> TaskOutcome {
     TaskOutcome {
         changes: Vec::new(),
