@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::tasks::{FileChange, TaskKind};
+use crate::kinds::{FileChange, TaskKind};
 
 /// Which execution checks run, and for how long each may take. On by default in the editor (they run only when
 /// the user chooses an action, in a scratch copy, never on a keystroke); the CLI and MCP tools run them when
@@ -490,16 +490,16 @@ pub fn tsc_step(tsc: PathBuf, has_tsconfig: bool, file: &Path, build_info: &Path
 pub fn js_test_step(project: &Project, test_file: &Path, node_major: Option<u32>) -> Result<Step, String> {
     let bin = |name: &str| project.node_modules.as_ref().map(|dir| dir.join(".bin").join(name)).filter(|p| p.exists());
     let file = test_file.to_string_lossy().into_owned();
-    match crate::tasks::ts_framework(Some(&project.root.join(&project.file))) {
-        crate::tasks::TsFramework::Vitest => {
+    match crate::kinds::ts_framework(Some(&project.root.join(&project.file))) {
+        crate::kinds::TsFramework::Vitest => {
             let vitest = bin("vitest").ok_or("vitest is not installed in node_modules")?;
             Ok(Step { program: vitest, args: vec!["run".into(), file], dir: PathBuf::new(), label: "vitest run" })
         }
-        crate::tasks::TsFramework::Jest => {
+        crate::kinds::TsFramework::Jest => {
             let jest = bin("jest").ok_or("jest is not installed in node_modules")?;
             Ok(Step { program: jest, args: vec!["--runTestsByPath".into(), file], dir: PathBuf::new(), label: "jest" })
         }
-        crate::tasks::TsFramework::NodeTest => {
+        crate::kinds::TsFramework::NodeTest => {
             // Node runs TypeScript itself from 22.6 on (type stripping); before that it needs a loader.
             if node_major.is_some_and(|major| major >= 23) {
                 Ok(Step {
@@ -557,11 +557,11 @@ pub fn node_test_via_tsc(
     Ok([emit, run])
 }
 
-fn js_label(framework: crate::tasks::TsFramework) -> &'static str {
+fn js_label(framework: crate::kinds::TsFramework) -> &'static str {
     match framework {
-        crate::tasks::TsFramework::Vitest => "vitest run",
-        crate::tasks::TsFramework::Jest => "jest",
-        crate::tasks::TsFramework::NodeTest => "node --test",
+        crate::kinds::TsFramework::Vitest => "vitest run",
+        crate::kinds::TsFramework::Jest => "jest",
+        crate::kinds::TsFramework::NodeTest => "node --test",
     }
 }
 
@@ -759,12 +759,12 @@ impl<'a> Gate<'a> {
                     ran.push(format!("tsc passed, {} ms", candidate.ms));
                 }
                 if self.tests_on() {
-                    let framework = crate::tasks::ts_framework(Some(&project.root.join(&project.file)));
+                    let framework = crate::kinds::ts_framework(Some(&project.root.join(&project.file)));
                     let outcome = match js_test_step(project, &edited_path, node_major().await) {
                         Ok(step) => scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?,
                         Err(why) => {
                             let tsc = find_tsc(project)
-                                .filter(|_| framework == crate::tasks::TsFramework::NodeTest)
+                                .filter(|_| framework == crate::kinds::TsFramework::NodeTest)
                                 .ok_or(Checked::Unchecked(Unchecked::Tool(why)))?;
                             let out_dir = scratch.target.join("js");
                             let _ = std::fs::remove_dir_all(&out_dir);

@@ -26,18 +26,17 @@ use crate::ring::{self, Ring};
 use crate::route::{Generator, Served};
 use crate::suggest;
 use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
-use crate::tiers::{self, StrongModel, Tier};
+
 use crate::verify;
+
+use crate::next_edit::{NextEditModel, NextEditService, NextEdits};
+use crate::runner::{off_the_async_workers, TaskError, TaskJob, TaskRun, TaskRunner};
 
 /// How a prefetch may use the model thread when nothing else needs it.
 const PREFETCH_BUDGET: Duration = Duration::from_millis(1500);
 /// How long finishing a suggestion the deadline cut may take: a cold prompt (a file just opened) and the
 /// generation after it, on a slow machine. Any keystroke cancels it sooner.
 const FINISH_BUDGET: Duration = Duration::from_secs(10);
-/// How long a task (fix, tests, regex) may run before it is stopped: its sampling budget and a margin.
-const TASK_TIME_LIMIT: Duration = Duration::from_secs(30);
-/// What the strong tier's first load may add to a task's time limit.
-const STRONG_LOAD_MARGIN: Duration = Duration::from_secs(30);
 const NO_LATENCY: u64 = u64::MAX;
 
 /// Something the user should be told (the front end shows it its own way).
@@ -111,14 +110,15 @@ pub struct Workspace {
     remote_warned: AtomicBool,
     /// Recently opened or edited places, for the other-files context of ghost-text prompts.
     ring: Mutex<Ring<String>>,
-    /// The tasks' strong tier, loaded on first need and unloaded when idle.
-    strong: Arc<StrongModel>,
+    /// The tasks' runner: the strong tier, loaded on first need and unloaded when idle.
+    tasks: TaskRunner,
     background: Background,
     notify: Notify,
     /// Told when a suggestion the deadline cut is ready (`Workspace::on_suggestion_ready`).
     ready: Arc<OnceLock<ReadyHook>>,
-    /// The last next-edit computation (a document asked about again at the same revision is not recomputed).
-    pub(crate) next_edit_cache: crate::next_edit::serve::NextEditCache,
+    /// Next-edit suggestions, and their last computation (a document asked about again at the same revision is
+    /// not recomputed).
+    next_edit: NextEditService,
 }
 
 impl Workspace {
@@ -131,7 +131,7 @@ impl Workspace {
         notify: impl Fn(Notice) + Send + Sync + 'static,
     ) -> Workspace {
         let workspace = Workspace {
-            engine,
+            engine: engine.clone(),
             encoding,
             documents: Arc::new(DashMap::new()),
             paths: DashMap::new(),
@@ -142,11 +142,11 @@ impl Workspace {
             remote: RwLock::new(None),
             remote_warned: AtomicBool::new(false),
             ring: Mutex::new(Ring::default()),
-            strong: Arc::new(StrongModel::default()),
+            tasks: TaskRunner::new(engine.clone()),
             background: Background::default(),
             notify: Box::new(notify),
             ready: Arc::new(OnceLock::new()),
-            next_edit_cache: Default::default(),
+            next_edit: NextEditService::default(),
         };
         workspace.configure_remote(&settings);
         *workspace.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
@@ -679,66 +679,28 @@ impl Workspace {
             (snapshot, TaskTarget { range: start..end, message: task.message.clone() })
         };
         snapshot.open_files = self.open_files_for(kind, &snapshot);
-        let _stop_model_on_drop = cancel.clone().drop_guard();
         let route = match kind {
             TaskKind::Fix => settings.remote.fix,
             TaskKind::Tests => settings.remote.tests,
             TaskKind::Regex => settings.remote.regex,
         };
         let remote = self.remote();
-        let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
-        let fast_config = settings.engine_config();
-        let fast_path = match &fast_config.model {
-            spark_engine::ModelSource::Path(path) => Some(path.clone()),
-            spark_engine::ModelSource::None => None,
+        let job = TaskJob {
+            kind,
+            document: snapshot,
+            target,
+            budget: TaskBudget { verify: settings.verify, ..TaskBudget::default() },
+            tiers: settings.tasks.clone(),
+            fast_config: settings.engine_config(),
+            remote: remote.clone(),
+            route,
         };
-        let strong_path = settings.tasks.strong_model_path(fast_path.as_deref());
-        let job = {
-            let (engine, remote, cancel) = (engine.clone(), remote.clone(), cancel.clone());
-            let (strong_model, task_settings, strong_path) =
-                (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
-            let runtime = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || {
-                runtime.block_on(async move {
-                    let generator = Generator::new(&engine, remote.as_ref(), route);
-                    let strong = strong_path.map(|path| (strong_model.as_ref(), path, fast_config));
-                    let outcome =
-                        tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel).await;
-                    (outcome, generator.take_remote_error(), snapshot)
-                })
-            })
+        let TaskRun { outcome, remote_error, document: snapshot } = match self.tasks.run(job, &cancel).await {
+            Ok(run) => run,
+            // Answered by the front end's panic guard, like a panic in the handler itself.
+            Err(TaskError::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Err(error) => return Err(format!("Spark: {error}")),
         };
-        // With a strong tier the task may take its budget twice over, and the strong model's first load.
-        // Execution checks (verify.*) may take their own time limit on top.
-        let mut limit = TASK_TIME_LIMIT;
-        if strong_path.is_some() {
-            limit += Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN;
-        }
-        if settings.verify.compile || settings.verify.run_tests {
-            limit += Duration::from_millis(settings.verify.timeout_ms);
-        }
-        let (outcome, remote_error, snapshot) = match tokio::time::timeout(limit, job).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(error)) => match error.try_into_panic() {
-                // Answered by the front end's panic guard, like a panic in the handler itself.
-                Ok(payload) => std::panic::resume_unwind(payload),
-                Err(error) => return Err(format!("Spark: the task stopped: {error}")),
-            },
-            Err(_) => {
-                cancel.cancel();
-                return Err(format!("Spark: the task took longer than {} s; stopped", limit.as_secs()));
-            }
-        };
-        let outcome = outcome.map_err(|error| format!("Spark: {error}"))?;
-        if strong_path.is_some() && outcome.tier == Tier::Strong {
-            // Unloaded once idle: a later task reloads it.
-            let strong = self.strong.clone();
-            let idle = Duration::from_secs(settings.tasks.strong_idle_secs.max(1));
-            self.background.keep(tokio::spawn(async move {
-                tokio::time::sleep(idle).await;
-                strong.unload_if_idle(idle).await;
-            }));
-        }
         let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
         self.note_remote(remote_error, served);
         tracing::info!(
@@ -767,6 +729,40 @@ impl Workspace {
             return Err("Spark: the document changed while the edit was computed; ask again".to_owned());
         }
         Ok(TaskResult { snapshot, outcome })
+    }
+
+    /// The next edits predicted for `uri` from its recent edits by the rules (no model), ordered from
+    /// `position` (else from the end of the last edit). `None` when the document is not open; see
+    /// [`NextEditService::next_edits`].
+    pub fn next_edits(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        Some(self.next_edit.next_edits(uri, &document, &self.settings(), self.encoding, position))
+    }
+
+    /// What was already computed for the document's current revision, else nothing: for the keystroke path,
+    /// which must not compute it.
+    pub fn next_edits_cached(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        self.next_edit.next_edits_cached(uri, &document, || self.settings(), self.encoding, position)
+    }
+
+    /// The rules' next edits and what is left for the document's revision (the model, the execution check);
+    /// see [`NextEditService::next_edits_with_model`].
+    pub async fn next_edits_with_model(
+        &self,
+        uri: &str,
+        position: Option<LspPosition>,
+        cancel: CancellationToken,
+    ) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        let model = NextEditModel { engine: self.engine.clone(), remote: self.remote(), path: self.path_of(uri) };
+        let revision_now = || self.documents.get(uri).map(|now| now.revision);
+        let settings = self.settings();
+        let found = self
+            .next_edit
+            .next_edits_with_model(uri, &document, &settings, self.encoding, model, revision_now, position, cancel)
+            .await;
+        Some(found)
     }
 
     fn uri_of_path(&self, path: &Path) -> Option<String> {
@@ -818,7 +814,7 @@ impl Workspace {
             "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
             "commands": verify.commands(),
         });
-        status["strongTier"] = match self.strong.loaded_path() {
+        status["strongTier"] = match self.tasks.strong_loaded_path() {
             Some(path) => json!({"loaded": true, "path": path}),
             None => json!({"loaded": false}),
         };
@@ -888,17 +884,5 @@ pub fn state_json(state: &EngineState) -> Value {
         EngineState::Failed { error } => {
             json!({"state": "failed", "message": error.to_string(), "model": null})
         }
-    }
-}
-
-/// Runs CPU work (a parse, a verification) on tokio's blocking pool, so the async workers (which read a front
-/// end's input) only wait. A panic in `work` is resumed here, for the front end's panic guard.
-pub async fn off_the_async_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(value) => value,
-        Err(error) => match error.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(error) => panic!("blocking work cancelled: {error}"),
-        },
     }
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -11,9 +12,10 @@ use serde_json::json;
 use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{self, InlineSettings, PromptWindow};
+use spark_ide::config::{engine_config, InlineSettings, PromptWindow, Route, TaskSettings};
 use spark_ide::document::Document;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
+use spark_ide::runner::{TaskJob, TaskRunner};
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use spark_ide::{suggest, verify};
 
@@ -157,13 +159,6 @@ pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
     pump.abort();
     let _ = pump.await;
     Ok(ExitCode::SUCCESS)
-}
-
-fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
-    EngineConfig::new(
-        config::resolve_model(model),
-        threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
-    )
 }
 
 fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
@@ -457,28 +452,21 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         verify,
         ..TaskBudget::default()
     };
-    let fast_config = engine_config(args.model.as_deref(), args.threads);
-    let task_settings =
-        spark_ide::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
-    let fast_path = match &fast_config.model {
-        ModelSource::Path(path) => Some(path.clone()),
-        ModelSource::None => None,
-    };
-    let strong_model = spark_ide::tiers::StrongModel::default();
-    let strong = task_settings.strong_model_path(fast_path.as_deref()).map(|path| (&strong_model, path, fast_config));
-    let outcome = spark_ide::tiers::run(
-        &spark_ide::route::Generator::local(&engine),
-        strong,
-        &task_settings,
+    let runner = TaskRunner::new(Arc::new(engine));
+    let job = TaskJob {
         kind,
-        &snapshot,
-        &target,
+        document: snapshot,
+        target,
         budget,
-        &CancellationToken::new(),
-    )
-    .await?;
-    engine.shutdown();
-    strong_model.unload_if_idle(std::time::Duration::ZERO).await;
+        tiers: TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() },
+        fast_config: engine_config(args.model.as_deref(), args.threads),
+        remote: None,
+        route: Route::Local,
+    };
+    let run = runner.run(job, &CancellationToken::new()).await;
+    runner.engine().shutdown();
+    runner.unload_strong().await;
+    let outcome = run.map_err(|error| anyhow::anyhow!("{error}"))?.outcome;
 
     let diffs: Vec<(String, bool, String)> = outcome
         .changes
@@ -516,7 +504,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             outcome.title,
             outcome.ms,
             outcome.samples_tried,
-            source_of(&outcome)
+            outcome.source()
         );
     } else {
         println!("{}", kind.nothing_verified());
@@ -532,15 +520,6 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     }
     // Exit 2 says "nothing verified", distinct from errors (1).
     Ok(if outcome.verified() { ExitCode::SUCCESS } else { ExitCode::from(2) })
-}
-
-/// Where a task's edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
-/// model ("compiler", "grammar", "similar name").
-pub fn source_of(outcome: &spark_ide::tasks::TaskOutcome) -> String {
-    match outcome.origin {
-        spark_ide::tasks::Origin::Model => format!("{} tier", outcome.tier.name()),
-        other => other.name().to_owned(),
-    }
 }
 
 #[cfg(test)]

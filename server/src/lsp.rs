@@ -15,20 +15,11 @@ use spark_ide::position::{LspPosition, PositionEncoding};
 use spark_ide::workspace::{Notice, NoticeLevel, TaskRequest, Workspace};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Result;
-use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use crate::actions::{self, ActionData};
 use crate::next_edit::{self, NextEditChanged, NextEditParams};
-
-/// `spark/statusChanged`: the model's state, sent whenever it changes.
-pub enum StatusChanged {}
-
-impl Notification for StatusChanged {
-    type Params = Value;
-    const METHOD: &'static str = "spark/statusChanged";
-}
 
 pub struct Spark {
     client: Client,
@@ -234,7 +225,7 @@ impl Spark {
         let done = workspace.run_task(&request, CancellationToken::new()).await?;
         Ok((
             actions::workspace_edit(&data.uri, &done.snapshot, workspace.encoding(), &done.outcome),
-            crate::cli::source_of(&done.outcome),
+            done.outcome.source(),
             done.outcome.title,
         ))
     }

@@ -10,18 +10,18 @@ use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use spark_engine::{Engine, EngineConfig, EngineError, EngineState, ModelSource};
+use spark_engine::{Engine, EngineConfig, EngineError, EngineState};
 use spark_grammars::{syntax_errors, Lang};
 use tokio_util::sync::CancellationToken;
 
 use spark_ide::config::{self, InlineSettings, PromptWindow};
+use spark_ide::config::{Route, TaskSettings};
 use spark_ide::document::Document;
 use spark_ide::exec_check::{Gate, VerifySettings};
 use spark_ide::parse;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
-use spark_ide::route::Generator;
+use spark_ide::runner::{TaskError, TaskJob, TaskRunner};
 use spark_ide::tasks::{self, FileChange, TaskBudget, TaskDocument, TaskKind, TaskTarget};
-use spark_ide::tiers::{StrongModel, TaskSettings};
 use spark_ide::verify::{self as edit_check, RegexFlavor, Rejection};
 use spark_ide::{suggest, verify};
 
@@ -215,7 +215,7 @@ pub struct RegexExamples {
 /// The resident engine, the strong tier's lazily loaded model, and the queue calls take turns in.
 pub struct Core {
     engine: Arc<Engine>,
-    strong: Arc<StrongModel>,
+    runner: TaskRunner,
     settings: CoreSettings,
     /// Calls that use the model take turns here, first come first served: the engine supersedes a queued task
     /// by a newer one (the editor's rule), which would answer a concurrent agent's call with nothing.
@@ -226,7 +226,7 @@ impl Core {
     /// Starts the engine; the model loads in the background.
     pub fn start(settings: CoreSettings) -> Core {
         let engine = Arc::new(Engine::start(engine_config(&settings)));
-        Core { engine, strong: Arc::new(StrongModel::default()), settings, model_queue: tokio::sync::Mutex::new(()) }
+        Core { runner: TaskRunner::new(engine.clone()), engine, settings, model_queue: tokio::sync::Mutex::new(()) }
     }
 
     /// "loading", "ready: NAME" or "failed: why", for the server's instructions and logs.
@@ -610,28 +610,22 @@ impl Core {
                 verify,
                 ..TaskBudget::default()
             };
-            let fast_config = engine_config(&self.settings);
-            let task_settings = TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() };
-            let fast_path = match &fast_config.model {
-                ModelSource::Path(path) => Some(path.clone()),
-                ModelSource::None => None,
+            // The one task runner: a blocking thread, the strong tier (unloaded once idle) and a time limit from
+            // the budget; the call's own deadline and the client's cancellation bound it too.
+            let job = TaskJob {
+                kind,
+                document: snapshot,
+                target,
+                budget,
+                tiers: TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() },
+                fast_config: engine_config(&self.settings),
+                remote: None,
+                route: Route::Local,
             };
-            let strong_path = task_settings.strong_model_path(fast_path.as_deref());
-            // Candidate parses and regex matching are CPU work: the task runs on a blocking thread (driving the
-            // model from there, as the LSP server does), so the transport keeps reading requests and cancels.
-            let (engine, strong, cancel) = (self.engine.clone(), self.strong.clone(), cancel.clone());
-            let runtime = tokio::runtime::Handle::current();
-            let job = tokio::task::spawn_blocking(move || {
-                runtime.block_on(async move {
-                    let generator = Generator::local(&engine);
-                    let strong = strong_path.map(|path| (strong.as_ref(), path, fast_config));
-                    spark_ide::tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel)
-                        .await
-                })
-            });
-            match job.await {
-                Ok(outcome) => outcome.map_err(engine_error),
-                Err(error) => Err(CoreError::Internal(format!("the task stopped: {error}"))),
+            match self.runner.run(job, cancel).await {
+                Ok(run) => Ok(run.outcome),
+                Err(TaskError::Engine(error)) => Err(engine_error(error)),
+                Err(error) => Err(CoreError::Internal(error.to_string())),
             }
         })
         .await
@@ -663,10 +657,7 @@ async fn bounded<T>(
 }
 
 fn engine_config(settings: &CoreSettings) -> EngineConfig {
-    EngineConfig::new(
-        config::resolve_model(settings.model.as_deref()),
-        settings.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
-    )
+    config::engine_config(settings.model.as_deref(), settings.threads)
 }
 
 fn engine_error(error: EngineError) -> CoreError {
