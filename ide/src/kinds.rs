@@ -55,6 +55,11 @@ impl FileChange {
     pub fn new_text(&self) -> String {
         format!("{}{}{}", &self.old_text[..self.replace.start], self.insert, &self.old_text[self.replace.end..])
     }
+
+    /// The change as a unified diff of the file `shown` (from `/dev/null` when it creates the file).
+    pub fn unified_diff(&self, shown: &str) -> String {
+        unified_diff(&self.old_text, &self.new_text(), if self.create { "/dev/null" } else { shown }, shown)
+    }
 }
 
 /// The test framework a TypeScript project uses, from the nearest package.json.
@@ -85,4 +90,9 @@ pub fn ts_framework(file: Option<&Path>) -> TsFramework {
         dir = current.parent();
     }
     TsFramework::NodeTest
+}
+
+/// A unified diff of `old` (named `old_name`) to `new` (named `new_name`), line by line.
+pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(old, new).unified_diff().header(old_name, new_name).to_string()
 }

@@ -10,6 +10,7 @@ pub mod edit_history;
 pub mod exec_check;
 pub mod kinds;
 pub mod next_edit;
+pub mod offers;
 pub mod parse;
 pub mod position;
 pub mod privacy;

@@ -16,8 +16,10 @@ use spark_ide::config::{engine_config, InlineSettings, PromptWindow, Route, Task
 use spark_ide::document::Document;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::runner::{TaskJob, TaskRunner};
+
+use crate::options::TaskOptions;
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
-use spark_ide::{suggest, verify};
+use spark_ide::suggest;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -66,28 +68,12 @@ pub struct TaskArgs {
     /// Apply the verified edit to the files.
     #[arg(long)]
     pub write: bool,
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Samples to try (greedy first, then sampled).
-    #[arg(long, default_value_t = 4)]
-    pub samples: usize,
-    /// Time budget for all samples.
-    #[arg(long, default_value_t = 20_000)]
-    pub budget_ms: u64,
+    #[command(flatten)]
+    pub options: TaskOptions,
     /// Also check candidates by running the toolchain in a scratch copy of the crate or package (`cargo check`,
     /// `tsc --noEmit`; for tests, the generated test itself): the `verify.compile` and `verify.runTests` settings.
     #[arg(long)]
     pub run: bool,
-    /// Time limit of one execution check (with --run).
-    #[arg(long, default_value_t = 60_000)]
-    pub run_timeout_ms: u64,
-    /// The strong tier, tried when nothing from the model verified: a model name
-    /// (scripts/install-model.sh --list) or a GGUF path; "auto": the largest installed Qwen2.5-Coder that is not
-    /// the model; "none": no strong tier.
-    #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
-    pub strong_model: String,
 }
 
 #[derive(Args, Debug)]
@@ -204,23 +190,11 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     }
     .with_window(PromptWindow::for_model(Some(info.n_params)));
     let path = args.file.to_string_lossy().into_owned();
-    let prepared = suggest::prepare(
-        &document,
-        resolved.byte,
-        Some(&suggest::display_path(&path)),
-        "",
-        1,
-        &settings,
-        CancellationToken::new(),
-    );
-    let mode = prepared.context.mode;
     let started = Instant::now();
-    let completion = engine.complete(prepared.request).await.context("completion failed")?;
-    let verified = if completion.text.is_empty() {
-        None
-    } else {
-        verify::check_insertion(&document, resolved.byte, &completion.text)
-    };
+    let answer = suggest::one_shot(&engine, &document, resolved.byte, &path, &settings, CancellationToken::new())
+        .await
+        .context("completion failed")?;
+    let (completion, verified, mode) = (answer.completion, answer.checked, answer.mode);
     let latency_ms = started.elapsed().as_millis();
     let stats = completion.stats;
     if args.json {
@@ -425,7 +399,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let document = Document::new(&text, lang.name(), Some(lang), 0);
     let Some(tree) = document.tree.clone() else { bail!("{} could not be parsed (too large?)", args.file.display()) };
     let at = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32).byte;
-    let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
+    let engine = Engine::start(engine_config(args.options.model.as_deref(), args.options.threads));
     engine.wait_ready().await.context("the model is not available")?;
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
     let snapshot = TaskDocument {
@@ -440,15 +414,15 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let verify = if args.run {
         spark_ide::exec_check::VerifySettings {
-            timeout_ms: args.run_timeout_ms,
+            timeout_ms: args.options.run_timeout_ms,
             ..spark_ide::exec_check::VerifySettings::all()
         }
     } else {
         spark_ide::exec_check::VerifySettings::off()
     };
     let budget = TaskBudget {
-        samples: args.samples.max(1),
-        time: std::time::Duration::from_millis(args.budget_ms),
+        samples: args.options.samples.max(1),
+        time: std::time::Duration::from_millis(args.options.budget_ms),
         verify,
         ..TaskBudget::default()
     };
@@ -458,8 +432,8 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         document: snapshot,
         target,
         budget,
-        tiers: TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() },
-        fast_config: engine_config(args.model.as_deref(), args.threads),
+        tiers: TaskSettings { strong_model: args.options.strong_model.clone(), ..Default::default() },
+        fast_config: engine_config(args.options.model.as_deref(), args.options.threads),
         remote: None,
         route: Route::Local,
     };
@@ -473,11 +447,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|change| {
             let shown = change.path.as_deref().unwrap_or(&args.file).display().to_string();
-            let new_text = change.new_text();
-            let diff = similar::TextDiff::from_lines(&change.old_text, &new_text)
-                .unified_diff()
-                .header(if change.create { "/dev/null" } else { &shown }, &shown)
-                .to_string();
+            let diff = change.unified_diff(&shown);
             (shown, change.create, diff)
         })
         .collect();

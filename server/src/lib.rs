@@ -9,4 +9,5 @@ pub mod guard;
 pub mod lsp;
 pub mod mcp;
 pub mod next_edit;
+pub mod options;
 pub mod progress;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Serialize;
 use spark_engine::{Engine, EngineConfig, EngineError, EngineState};
-use spark_grammars::{syntax_errors, Lang};
+use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
 use spark_ide::config::{self, InlineSettings, PromptWindow};
@@ -275,21 +275,10 @@ impl Core {
                 _ => None,
             }));
             let path = file.to_string_lossy();
-            let prepared = suggest::prepare(
-                &document,
-                byte,
-                Some(&suggest::display_path(&path)),
-                "",
-                1,
-                &settings,
-                cancel.child_token(),
-            );
-            let completion = self.engine.complete(prepared.request).await.map_err(engine_error)?;
-            let checked = if completion.text.is_empty() {
-                None
-            } else {
-                verify::check_insertion(&document, byte, &completion.text)
-            };
+            let answer = suggest::one_shot(&self.engine, &document, byte, &path, &settings, cancel.child_token())
+                .await
+                .map_err(engine_error)?;
+            let (completion, checked) = (answer.completion, answer.checked);
             let passed = checked.as_ref().is_some_and(|text| !text.is_empty());
             let detail = match (&checked, completion.text.is_empty()) {
                 (_, true) => "the model wrote nothing here".to_owned(),
@@ -367,12 +356,8 @@ impl Core {
             .map(|change| {
                 let absolute = change.path.clone().unwrap_or_else(|| file.to_owned());
                 let shown_path = if change.path.is_some() { absolute.display().to_string() } else { shown.to_owned() };
-                let new_text = change.new_text();
-                let diff = similar::TextDiff::from_lines(&change.old_text, &new_text)
-                    .unified_diff()
-                    .header(if change.create { "/dev/null" } else { &shown_path }, &shown_path)
-                    .to_string();
-                Change { path: shown_path, create: change.create, diff, absolute, new_text }
+                let diff = change.unified_diff(&shown_path);
+                Change { path: shown_path, create: change.create, diff, absolute, new_text: change.new_text() }
             })
             .collect();
         let summary = if outcome.verified() {
@@ -531,7 +516,7 @@ impl Core {
             insert: edit.new_text.clone(),
         };
         let new_text = change.new_text();
-        let diff = similar::TextDiff::from_lines(text, &new_text).unified_diff().header(shown, shown).to_string();
+        let diff = change.unified_diff(shown);
         let mut checks = vec![syntax_row(lang, text, &new_text, start..start + edit.new_text.len())];
         checks.push(node_row(lang, text, replace, &edit.new_text));
         let mut examples = Vec::new();
@@ -737,28 +722,21 @@ fn example_table(flavor: RegexFlavor, pattern: &str, positives: &[String], negat
     positive_rows.chain(negative_rows).collect()
 }
 
-/// The edit adds no syntax error: none inside the edited text, and no more in the file than before.
+/// The edit adds no syntax error: none inside the edited text, and no more in the file than before (the rule
+/// of `verify::check_parses_no_worse`, which the tasks apply to the compiler's own edits).
 fn syntax_row(lang: Lang, old: &str, new: &str, edited: Range<usize>) -> CheckRow {
-    let errors = |text: &str| {
-        parse::text(lang, text).map(|tree| {
-            syntax_errors(tree.root_node(), 10_000).iter().map(|node| node.byte_range()).collect::<Vec<_>>()
-        })
-    };
-    let (Some(before), Some(after)) = (errors(old), errors(new)) else {
-        return CheckRow {
+    let unparsed =
+        || CheckRow { check: "parses".into(), passed: false, detail: "the file could not be parsed in time".into() };
+    let Some(old_tree) = parse::text(lang, old) else { return unparsed() };
+    match verify::check_parses_no_worse(lang, &old_tree, new, edited) {
+        Ok(()) => CheckRow {
             check: "parses".into(),
-            passed: false,
-            detail: "the file could not be parsed in time".into(),
-        };
-    };
-    let in_edit = after.iter().filter(|error| error.start <= edited.end && error.end >= edited.start).count();
-    let passed = in_edit == 0 && after.len() <= before.len();
-    let detail = if passed {
-        format!("no syntax error in the edit; {} in the file (was {})", after.len(), before.len())
-    } else {
-        Rejection::SyntaxErrors { in_edit, total_before: before.len(), total_after: after.len() }.to_string()
-    };
-    CheckRow { check: "parses".into(), passed, detail }
+            passed: true,
+            detail: "no syntax error in the edit, and none more in the file".into(),
+        },
+        Err(Rejection::SyntaxErrors { total_after: usize::MAX, .. }) => unparsed(),
+        Err(rejection) => CheckRow { check: "parses".into(), passed: false, detail: rejection.to_string() },
+    }
 }
 
 /// The edit stays inside the statement or item it rewrites (the fix verifier's node rule): it neither repeats
