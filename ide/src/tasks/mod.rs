@@ -18,6 +18,7 @@ use crate::verify::Rejection;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 mod characterise;
+mod characterise_inputs;
 mod fix;
 mod probe;
 mod regex;
