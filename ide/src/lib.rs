@@ -17,6 +17,7 @@ pub mod privacy;
 pub mod ring;
 pub mod route;
 pub mod runner;
+pub mod status;
 pub mod suggest;
 pub mod tasks;
 pub mod tiers;

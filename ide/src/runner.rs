@@ -12,6 +12,7 @@ use spark_engine::{Engine, EngineConfig, EngineError, ModelSource, RemoteClient,
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Route, TaskSettings, TierPolicy};
+use crate::position::LspPosition;
 use crate::route::Generator;
 use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
 use crate::tiers::{StrongModel, Tier};
@@ -22,6 +23,25 @@ const TASK_MARGIN: Duration = Duration::from_secs(18);
 const TASK_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// What the strong tier's first load may add to a task's time limit.
 const STRONG_LOAD_MARGIN: Duration = Duration::from_secs(30);
+
+/// A task asked for at a place of an open document.
+#[derive(Debug, Clone)]
+pub struct TaskRequest {
+    pub uri: String,
+    pub kind: TaskKind,
+    pub start: LspPosition,
+    pub end: LspPosition,
+    /// The document version the request was made for; `None` from a command typed by hand.
+    pub version: Option<i32>,
+    /// The diagnostic to fix, as a compiler or another server gave it.
+    pub message: Option<String>,
+}
+
+/// A verified task edit and the document snapshot it was made for.
+pub struct TaskResult {
+    pub snapshot: TaskDocument,
+    pub outcome: TaskOutcome,
+}
 
 /// One task to run: the request, and the settings it runs under.
 pub struct TaskJob {

@@ -13,9 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use serde_json::{json, Value};
 use spark_engine::StopReason;
-use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError};
+use spark_engine::{Engine, EngineError, EngineState, RecentCall, RemoteClient, RemoteError};
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{self, Background, CutRequest, ReadyHook, SuggestionReady};
@@ -25,12 +24,15 @@ use crate::position::{self, LspPosition, PositionEncoding};
 use crate::ring::{self, Ring};
 use crate::route::{Generator, Served};
 use crate::suggest;
-use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 
 use crate::verify;
 
 use crate::next_edit::{NextEditModel, NextEditService, NextEdits};
 use crate::runner::{off_the_async_workers, TaskError, TaskJob, TaskRun, TaskRunner};
+use crate::status::{RemoteStatus, Status, Totals};
+
+pub use crate::runner::{TaskRequest, TaskResult};
 
 /// How a prefetch may use the model thread when nothing else needs it.
 const PREFETCH_BUDGET: Duration = Duration::from_millis(1500);
@@ -61,25 +63,6 @@ pub struct Suggestion {
     /// The identifier typed before the cursor, for completion-menu clients that filter by it.
     pub word: String,
     pub word_position: LspPosition,
-}
-
-/// A task asked for at a place of an open document.
-#[derive(Debug, Clone)]
-pub struct TaskRequest {
-    pub uri: String,
-    pub kind: TaskKind,
-    pub start: LspPosition,
-    pub end: LspPosition,
-    /// The document version the request was made for; `None` from a command typed by hand.
-    pub version: Option<i32>,
-    /// The diagnostic to fix, as a compiler or another server gave it.
-    pub message: Option<String>,
-}
-
-/// A verified task edit and the document snapshot it was made for.
-pub struct TaskResult {
-    pub snapshot: TaskDocument,
-    pub outcome: TaskOutcome,
 }
 
 type Notify = Box<dyn Fn(Notice) + Send + Sync>;
@@ -785,104 +768,30 @@ impl Workspace {
 
     /// The model's state, the last latency, the remote, the execution tier, the strong tier and the engine's
     /// counters (`spark/status`).
-    pub fn status_json(&self) -> Value {
+    pub fn status(&self) -> Status {
         let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
         let counters = self.engine.counters();
-        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut status = state_json(&self.engine.state());
-        status["remote"] = match self.remote() {
-            None => json!({"configured": false}),
-            Some(remote) => {
-                let counters = remote.counters();
-                // Down from a failure until a request succeeds; `retryInMs` 0: the next request probes it.
-                let (health, last_error, retry_in_ms) = match remote.last_failure() {
-                    None => ("up", Value::Null, Value::Null),
-                    Some((_, last_error, retry_at)) => {
-                        let wait = retry_at.saturating_duration_since(std::time::Instant::now());
-                        ("down", json!(last_error), json!(wait.as_millis() as u64))
-                    }
-                };
-                json!({
-                    "configured": true, "url": remote.config().url, "model": remote.config().model,
-                    "health": health, "lastError": last_error, "retryInMs": retry_in_ms,
-                    "requests": counters.n_requests, "connections": counters.n_connects, "failures": counters.n_failures,
-                })
-            }
-        };
-        let verify = self.settings().verify;
-        status["verify"] = json!({
-            "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
-            "commands": verify.commands(),
+        let remote = self.remote().map(|remote| RemoteStatus {
+            url: remote.config().url.clone(),
+            model: remote.config().model.clone(),
+            down: remote.last_failure().map(|(_, last_error, retry_at)| {
+                (last_error, retry_at.saturating_duration_since(std::time::Instant::now()))
+            }),
+            counters: remote.counters(),
         });
-        status["strongTier"] = match self.tasks.strong_loaded_path() {
-            Some(path) => json!({"loaded": true, "path": path}),
-            None => json!({"loaded": false}),
-        };
-        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
-        status["counters"] = json!({
-            "requests": counters.requests.load(Ordering::Relaxed),
-            "superseded": counters.superseded.load(Ordering::Relaxed),
-            "cancelled": counters.cancelled.load(Ordering::Relaxed),
-            "nPrompt": counters.n_prompt.load(Ordering::Relaxed),
-            "nReused": counters.n_reused.load(Ordering::Relaxed),
-            "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
-            "nGenerated": counters.n_generated.load(Ordering::Relaxed),
-            "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
-            "nCopied": counters.n_copied.load(Ordering::Relaxed),
-            "nCarried": counters.n_carried.load(Ordering::Relaxed),
-            "nDrafted": counters.n_drafted.load(Ordering::Relaxed),
-            "nAccepted": counters.n_accepted.load(Ordering::Relaxed),
-            "last": last.map(|stats| json!({
-                "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
-                "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
-                "slot": stats.slot, "nCopied": stats.n_copied, "nCarried": stats.n_carried,
-                "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
-            })),
-        });
-        status
+        Status {
+            state: self.engine.state(),
+            remote,
+            verify: self.settings().verify,
+            strong_tier: self.tasks.strong_loaded_path(),
+            last_latency_ms: (last_latency != NO_LATENCY).then_some(last_latency),
+            totals: Totals::of(counters),
+            last: *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+        }
     }
 
     /// The engine's most recent model calls with their counters and timings, oldest first.
-    pub fn recent_calls_json(&self) -> Value {
-        let recent = self.engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-        Value::Array(
-            recent
-                .iter()
-                .map(|call| {
-                    let stats = call.stats;
-                    json!({
-                        "stop": format!("{:?}", call.stop), "background": call.background, "producedBytes": call.produced,
-                        "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
-                        "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
-                        "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
-                        "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
-                        "nCarried": stats.n_carried, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
-                        "confidence": f64::from(stats.confidence_permille) / 1000.0,
-                        "belowConfidence": stats.below_confidence,
-                    })
-                })
-                .collect(),
-        )
-    }
-}
-
-/// The model's state as `spark/status` and `spark/statusChanged` report it.
-pub fn state_json(state: &EngineState) -> Value {
-    match state {
-        EngineState::Loading { path } => {
-            json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null})
-        }
-        EngineState::Ready(info) => json!({
-            "state": "ready",
-            "message": format!("{} ready", info.name),
-            "model": {
-                "path": info.path, "name": info.name, "arch": info.architecture, "sizeBytes": info.size_bytes,
-                "fim": info.fim.as_ref().map(|fim| format!("{:?}", fim.family)), "threads": info.threads,
-                "nCtx": info.n_ctx, "loadMs": info.load_ms,
-            },
-        }),
-        EngineState::Failed { error } => {
-            json!({"state": "failed", "message": error.to_string(), "model": null})
-        }
+    pub fn recent_calls(&self) -> Vec<RecentCall> {
+        self.engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().copied().collect()
     }
 }

@@ -1,6 +1,8 @@
 //! Code actions: the cheap listing (no model call), the data an action carries until it is resolved or run as a
 //! command, Spark's own syntax diagnostics, and task outcomes as versioned `WorkspaceEdit`s.
 
+use std::sync::Arc;
+
 use ropey::Rope;
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::*;
@@ -9,6 +11,8 @@ use spark_ide::document::Document;
 use spark_ide::offers;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::tasks::{self, FileChange, TaskDocument, TaskKind, TaskOutcome};
+use spark_ide::workspace::{TaskRequest, Workspace};
+use tokio_util::sync::CancellationToken;
 
 /// What a listed action needs to be computed later; travels as the action's `data` or the command's argument.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -236,6 +240,49 @@ pub fn to_lsp(position: Position) -> LspPosition {
 
 pub fn from_lsp(position: LspPosition) -> Position {
     Position::new(position.line, position.character)
+}
+
+/// Runs a task for an action or command, to a verified edit or a message saying why there is none.
+/// The edit comes with its title and where it came from ("fast tier", "compiler", …).
+pub async fn run(
+    workspace: Option<&Arc<Workspace>>,
+    data: &ActionData,
+) -> std::result::Result<(WorkspaceEdit, String, String), String> {
+    let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
+    let workspace = workspace.ok_or("Spark is not initialized")?;
+    let range = data.position.map(|position| Range::new(position, position)).unwrap_or(data.range);
+    let request = TaskRequest {
+        uri: data.uri.as_str().to_owned(),
+        kind,
+        start: to_lsp(range.start),
+        end: to_lsp(range.end),
+        version: data.version,
+        message: data.message.clone(),
+    };
+    let done = workspace.run_task(&request, CancellationToken::new()).await?;
+    Ok((
+        workspace_edit(&data.uri, &done.snapshot, workspace.encoding(), &done.outcome),
+        done.outcome.source(),
+        done.outcome.title,
+    ))
+}
+
+/// Publishes Spark's syntax diagnostics for a document once it has been quiet for a moment (the caller owns
+/// the handle: a change aborts it).
+pub fn diagnostics_after_quiet(
+    client: tower_lsp_server::Client,
+    workspace: Arc<Workspace>,
+    uri: Uri,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let computed = workspace
+            .document(uri.as_str())
+            .map(|document| (syntax_diagnostics(&document, workspace.encoding()), document.version));
+        if let Some((diagnostics, version)) = computed {
+            client.publish_diagnostics(uri, diagnostics, Some(version)).await;
+        }
+    })
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::runner::{TaskJob, TaskRunner};
 
 use crate::options::TaskOptions;
-use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use spark_ide::suggest;
+use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spark_engine::{Engine, EngineState};
-use spark_ide::workspace::state_json;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::{MessageType, NumberOrString};
 use tower_lsp_server::Client;
+
+use crate::status::state_json;
 
 /// `spark/statusChanged`: the model's state, sent whenever it changes.
 pub enum StatusChanged {}
