@@ -13,8 +13,8 @@ use spark_engine::{CompletionRequest, Engine, StopReason};
 
 use crate::document::Document;
 use crate::position::LspPosition;
+use crate::runner::off_the_async_workers;
 use crate::verify;
-use crate::workspace::off_the_async_workers;
 
 /// A suggestion the deadline cut, finished in the background and checked: asking again at `position` of `uri`
 /// while the document is at `version` is answered from the suggestion cache, without the model.

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use spark_engine::{EngineConfig, KvKeys, ModelSource};
 
+use crate::kinds::TaskKind;
+
 /// A task's route, as the configuration names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -30,7 +32,7 @@ pub struct Settings {
     /// Execution checks (`cargo check`, `tsc --noEmit`, generated tests) in scratch copies; off by default.
     pub verify: crate::exec_check::VerifySettings,
     /// Which model tiers the code-action tasks may use.
-    pub tasks: crate::tiers::TaskSettings,
+    pub tasks: TaskSettings,
     /// Next-edit suggestions: the edits that follow from the user's last one.
     pub next_edit: NextEditSettings,
 }
@@ -388,6 +390,15 @@ impl Settings {
 
 /// The model file: the setting, else `SPARK_MODEL`, else the default model path (used even when missing, so
 /// that the error names the path the install step writes to).
+/// The engine's configuration for a model setting (a name, a path, or the default) and a thread count (`None`
+/// or 0: the physical cores), for the front ends that take them as options (the CLI, MCP).
+pub fn engine_config(model: Option<&std::path::Path>, threads: Option<usize>) -> EngineConfig {
+    EngineConfig::new(
+        resolve_model(model),
+        threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
+    )
+}
+
 pub fn resolve_model(setting: Option<&std::path::Path>) -> ModelSource {
     if let Some(path) = setting.filter(|path| !path.as_os_str().is_empty()) {
         return ModelSource::Path(known_or_path(path));
@@ -411,6 +422,79 @@ fn expand_home(path: &std::path::Path) -> PathBuf {
     match (path.strip_prefix("~"), std::env::var_os("HOME")) {
         (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => path.to_owned(),
+    }
+}
+
+/// Which tiers a task may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TierPolicy {
+    /// The fast model only.
+    Fast,
+    /// The fast model, then the strong one when nothing verified.
+    FastThenStrong,
+    /// The strong model only (the fast one when there is no strong model).
+    Strong,
+}
+
+/// `tasks.*` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskSettings {
+    /// The strong tier's model: a name from `scripts/install-model.sh --list`, or a GGUF path; `"auto"` (the
+    /// default) takes the largest installed Qwen2.5-Coder that is not the fast model; `""` or `"none"`: no strong
+    /// tier.
+    pub strong_model: String,
+    pub fix: TierPolicy,
+    pub tests: TierPolicy,
+    pub regex: TierPolicy,
+    /// The strong tier's own time budget for one task (its first load not counted).
+    pub strong_budget_ms: u64,
+    /// The strong model is unloaded after this many seconds without a task.
+    pub strong_idle_secs: u64,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        TaskSettings {
+            strong_model: "auto".to_owned(),
+            fix: TierPolicy::FastThenStrong,
+            tests: TierPolicy::FastThenStrong,
+            regex: TierPolicy::FastThenStrong,
+            strong_budget_ms: 20_000,
+            strong_idle_secs: 300,
+        }
+    }
+}
+
+impl TaskSettings {
+    pub fn policy(&self, kind: TaskKind) -> TierPolicy {
+        match kind {
+            TaskKind::Fix => self.fix,
+            TaskKind::Tests => self.tests,
+            TaskKind::Regex => self.regex,
+        }
+    }
+
+    /// The strong model's file, when there is one and it is not `fast_model`.
+    pub fn strong_model_path(&self, fast_model: Option<&std::path::Path>) -> Option<PathBuf> {
+        let setting = self.strong_model.trim();
+        let path = match setting {
+            "" | "none" | "off" => return None,
+            "auto" => {
+                // Largest first: the strong tier is there to know more than the fast one.
+                ["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
+                    .into_iter()
+                    .filter_map(spark_engine::known_model_path)
+                    .find(|path| path.is_file() && Some(path.as_path()) != fast_model)?
+            }
+            name => spark_engine::known_model_path(name).unwrap_or_else(|| PathBuf::from(name)),
+        };
+        let same = fast_model.is_some_and(|fast| {
+            let canonical = |path: &std::path::Path| std::fs::canonicalize(path).ok();
+            fast == path.as_path() || canonical(fast).is_some_and(|fast| Some(fast) == canonical(&path))
+        });
+        (!same).then_some(path)
     }
 }
 
@@ -516,5 +600,18 @@ mod tests {
         assert!(settings.inline_enabled_for("rust"));
         assert!(!settings.inline_enabled_for("typescript"));
         assert!(Settings::default().inline_enabled_for("anything"));
+    }
+
+    #[test]
+    fn settings_parse_and_auto_never_picks_the_fast_model() {
+        let settings: TaskSettings =
+            serde_json::from_value(serde_json::json!({"fix": "fast", "strongModel": "none"})).unwrap();
+        assert_eq!(settings.policy(TaskKind::Fix), TierPolicy::Fast);
+        assert_eq!(settings.policy(TaskKind::Tests), TierPolicy::FastThenStrong);
+        assert_eq!(settings.strong_model_path(None), None);
+        let explicit = TaskSettings { strong_model: "/m/big.gguf".into(), ..TaskSettings::default() };
+        assert_eq!(explicit.strong_model_path(Some("/m/small.gguf".as_ref())), Some(PathBuf::from("/m/big.gguf")));
+        assert_eq!(explicit.strong_model_path(Some("/m/big.gguf".as_ref())), None);
+        assert!(serde_json::from_value::<TaskSettings>(serde_json::json!({"regex": "fastest"})).is_err());
     }
 }

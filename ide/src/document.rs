@@ -36,7 +36,7 @@ pub struct Document {
     /// text is replaced wholesale, so that a pathological file costs one abandoned parse, not one per keystroke.
     pub syntax_gave_up: bool,
     /// The user's recent edits, merged keystroke by keystroke (what next-edit suggestions start from).
-    pub edits: crate::next_edit::EditHistory,
+    pub edits: crate::edit_history::EditHistory,
 }
 
 /// What applying changes found worth a log line.
@@ -98,7 +98,7 @@ impl Document {
     /// Replaces bytes `start..end` (character boundaries) with `text`, and tells the tree.
     fn replace(&mut self, start: usize, end: usize, text: &str) {
         // The history takes only small changes: a huge one is not copied on the input path, it resets the history.
-        let removed = if end - start + text.len() <= crate::next_edit::history::MAX_EDIT_BYTES {
+        let removed = if end - start + text.len() <= crate::edit_history::MAX_EDIT_BYTES {
             Some(self.rope.byte_slice(start..end).to_string())
         } else {
             None

@@ -3,12 +3,41 @@
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use spark_engine::{CompletionRequest, StopMode};
+use spark_engine::{Completion, CompletionRequest, Engine, EngineError, StopMode};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::InlineSettings;
 use crate::context::{self, Budget, FillContext};
 use crate::document::Document;
+
+/// A one-shot suggestion (the CLI's `complete`, the MCP tool `complete`): the model's answer, what of it
+/// passed the check (`None`: the model wrote nothing or every line added a syntax error), and the stop mode.
+pub struct OneShot {
+    pub completion: Completion,
+    pub checked: Option<String>,
+    pub mode: StopMode,
+}
+
+/// Ghost text at `byte` of `document` (a file outside any workspace: no other files in the prompt), checked
+/// like the editor's: the longest prefix of lines that adds no syntax error.
+pub async fn one_shot(
+    engine: &Engine,
+    document: &Document,
+    byte: usize,
+    path: &str,
+    settings: &InlineSettings,
+    cancel: CancellationToken,
+) -> Result<OneShot, EngineError> {
+    let prepared = prepare(document, byte, Some(&display_path(path)), "", 1, settings, cancel);
+    let mode = prepared.context.mode;
+    let completion = engine.complete(prepared.request).await?;
+    let checked = if completion.text.is_empty() {
+        None
+    } else {
+        crate::verify::check_insertion(document, byte, &completion.text)
+    };
+    Ok(OneShot { completion, checked, mode })
+}
 
 /// A request ready for the engine, and what is needed to check its answer.
 pub struct Prepared {

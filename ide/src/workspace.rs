@@ -13,9 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use serde_json::{json, Value};
 use spark_engine::StopReason;
-use spark_engine::{Engine, EngineError, EngineState, RemoteClient, RemoteError};
+use spark_engine::{Engine, EngineError, EngineState, RecentCall, RemoteClient, RemoteError};
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{self, Background, CutRequest, ReadyHook, SuggestionReady};
@@ -25,19 +24,21 @@ use crate::position::{self, LspPosition, PositionEncoding};
 use crate::ring::{self, Ring};
 use crate::route::{Generator, Served};
 use crate::suggest;
-use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
-use crate::tiers::{self, StrongModel, Tier};
+use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
+
 use crate::verify;
+
+use crate::next_edit::{NextEditModel, NextEditService, NextEdits};
+use crate::runner::{off_the_async_workers, TaskError, TaskJob, TaskRun, TaskRunner};
+use crate::status::{RemoteStatus, Status, Totals};
+
+pub use crate::runner::{TaskRequest, TaskResult};
 
 /// How a prefetch may use the model thread when nothing else needs it.
 const PREFETCH_BUDGET: Duration = Duration::from_millis(1500);
 /// How long finishing a suggestion the deadline cut may take: a cold prompt (a file just opened) and the
 /// generation after it, on a slow machine. Any keystroke cancels it sooner.
 const FINISH_BUDGET: Duration = Duration::from_secs(10);
-/// How long a task (fix, tests, regex) may run before it is stopped: its sampling budget and a margin.
-const TASK_TIME_LIMIT: Duration = Duration::from_secs(30);
-/// What the strong tier's first load may add to a task's time limit.
-const STRONG_LOAD_MARGIN: Duration = Duration::from_secs(30);
 const NO_LATENCY: u64 = u64::MAX;
 
 /// Something the user should be told (the front end shows it its own way).
@@ -62,25 +63,6 @@ pub struct Suggestion {
     /// The identifier typed before the cursor, for completion-menu clients that filter by it.
     pub word: String,
     pub word_position: LspPosition,
-}
-
-/// A task asked for at a place of an open document.
-#[derive(Debug, Clone)]
-pub struct TaskRequest {
-    pub uri: String,
-    pub kind: TaskKind,
-    pub start: LspPosition,
-    pub end: LspPosition,
-    /// The document version the request was made for; `None` from a command typed by hand.
-    pub version: Option<i32>,
-    /// The diagnostic to fix, as a compiler or another server gave it.
-    pub message: Option<String>,
-}
-
-/// A verified task edit and the document snapshot it was made for.
-pub struct TaskResult {
-    pub snapshot: TaskDocument,
-    pub outcome: TaskOutcome,
 }
 
 type Notify = Box<dyn Fn(Notice) + Send + Sync>;
@@ -111,14 +93,15 @@ pub struct Workspace {
     remote_warned: AtomicBool,
     /// Recently opened or edited places, for the other-files context of ghost-text prompts.
     ring: Mutex<Ring<String>>,
-    /// The tasks' strong tier, loaded on first need and unloaded when idle.
-    strong: Arc<StrongModel>,
+    /// The tasks' runner: the strong tier, loaded on first need and unloaded when idle.
+    tasks: TaskRunner,
     background: Background,
     notify: Notify,
     /// Told when a suggestion the deadline cut is ready (`Workspace::on_suggestion_ready`).
     ready: Arc<OnceLock<ReadyHook>>,
-    /// The last next-edit computation (a document asked about again at the same revision is not recomputed).
-    pub(crate) next_edit_cache: crate::next_edit::serve::NextEditCache,
+    /// Next-edit suggestions, and their last computation (a document asked about again at the same revision is
+    /// not recomputed).
+    next_edit: NextEditService,
 }
 
 impl Workspace {
@@ -131,7 +114,7 @@ impl Workspace {
         notify: impl Fn(Notice) + Send + Sync + 'static,
     ) -> Workspace {
         let workspace = Workspace {
-            engine,
+            engine: engine.clone(),
             encoding,
             documents: Arc::new(DashMap::new()),
             paths: DashMap::new(),
@@ -142,11 +125,11 @@ impl Workspace {
             remote: RwLock::new(None),
             remote_warned: AtomicBool::new(false),
             ring: Mutex::new(Ring::default()),
-            strong: Arc::new(StrongModel::default()),
+            tasks: TaskRunner::new(engine.clone()),
             background: Background::default(),
             notify: Box::new(notify),
             ready: Arc::new(OnceLock::new()),
-            next_edit_cache: Default::default(),
+            next_edit: NextEditService::default(),
         };
         workspace.configure_remote(&settings);
         *workspace.settings.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
@@ -680,66 +663,28 @@ impl Workspace {
             (snapshot, TaskTarget { range: start..end, message: task.message.clone() })
         };
         snapshot.open_files = self.open_files_for(kind, &snapshot);
-        let _stop_model_on_drop = cancel.clone().drop_guard();
         let route = match kind {
             TaskKind::Fix => settings.remote.fix,
             TaskKind::Tests => settings.remote.tests,
             TaskKind::Regex => settings.remote.regex,
         };
         let remote = self.remote();
-        let budget = TaskBudget { verify: settings.verify, ..TaskBudget::default() };
-        let fast_config = settings.engine_config();
-        let fast_path = match &fast_config.model {
-            spark_engine::ModelSource::Path(path) => Some(path.clone()),
-            spark_engine::ModelSource::None => None,
+        let job = TaskJob {
+            kind,
+            document: snapshot,
+            target,
+            budget: TaskBudget { verify: settings.verify, ..TaskBudget::default() },
+            tiers: settings.tasks.clone(),
+            fast_config: settings.engine_config(),
+            remote: remote.clone(),
+            route,
         };
-        let strong_path = settings.tasks.strong_model_path(fast_path.as_deref());
-        let job = {
-            let (engine, remote, cancel) = (engine.clone(), remote.clone(), cancel.clone());
-            let (strong_model, task_settings, strong_path) =
-                (self.strong.clone(), settings.tasks.clone(), strong_path.clone());
-            let runtime = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || {
-                runtime.block_on(async move {
-                    let generator = Generator::new(&engine, remote.as_ref(), route);
-                    let strong = strong_path.map(|path| (strong_model.as_ref(), path, fast_config));
-                    let outcome =
-                        tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel).await;
-                    (outcome, generator.take_remote_error(), snapshot)
-                })
-            })
+        let TaskRun { outcome, remote_error, document: snapshot } = match self.tasks.run(job, &cancel).await {
+            Ok(run) => run,
+            // Answered by the front end's panic guard, like a panic in the handler itself.
+            Err(TaskError::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Err(error) => return Err(format!("Spark: {error}")),
         };
-        // With a strong tier the task may take its budget twice over, and the strong model's first load.
-        // Execution checks (verify.*) may take their own time limit on top.
-        let mut limit = TASK_TIME_LIMIT;
-        if strong_path.is_some() {
-            limit += Duration::from_millis(settings.tasks.strong_budget_ms) + STRONG_LOAD_MARGIN;
-        }
-        if settings.verify.compile || settings.verify.run_tests {
-            limit += Duration::from_millis(settings.verify.timeout_ms);
-        }
-        let (outcome, remote_error, snapshot) = match tokio::time::timeout(limit, job).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(error)) => match error.try_into_panic() {
-                // Answered by the front end's panic guard, like a panic in the handler itself.
-                Ok(payload) => std::panic::resume_unwind(payload),
-                Err(error) => return Err(format!("Spark: the task stopped: {error}")),
-            },
-            Err(_) => {
-                cancel.cancel();
-                return Err(format!("Spark: the task took longer than {} s; stopped", limit.as_secs()));
-            }
-        };
-        let outcome = outcome.map_err(|error| format!("Spark: {error}"))?;
-        if strong_path.is_some() && outcome.tier == Tier::Strong {
-            // Unloaded once idle: a later task reloads it.
-            let strong = self.strong.clone();
-            let idle = Duration::from_secs(settings.tasks.strong_idle_secs.max(1));
-            self.background.keep(tokio::spawn(async move {
-                tokio::time::sleep(idle).await;
-                strong.unload_if_idle(idle).await;
-            }));
-        }
         let served = if remote.is_some() && route != Route::Local { Some(Served::Remote) } else { None };
         self.note_remote(remote_error, served);
         tracing::info!(
@@ -770,6 +715,40 @@ impl Workspace {
         Ok(TaskResult { snapshot, outcome })
     }
 
+    /// The next edits predicted for `uri` from its recent edits by the rules (no model), ordered from
+    /// `position` (else from the end of the last edit). `None` when the document is not open; see
+    /// [`NextEditService::next_edits`].
+    pub fn next_edits(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        Some(self.next_edit.next_edits(uri, &document, &self.settings(), self.encoding, position))
+    }
+
+    /// What was already computed for the document's current revision, else nothing: for the keystroke path,
+    /// which must not compute it.
+    pub fn next_edits_cached(&self, uri: &str, position: Option<LspPosition>) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        self.next_edit.next_edits_cached(uri, &document, || self.settings(), self.encoding, position)
+    }
+
+    /// The rules' next edits and what is left for the document's revision (the model, the execution check);
+    /// see [`NextEditService::next_edits_with_model`].
+    pub async fn next_edits_with_model(
+        &self,
+        uri: &str,
+        position: Option<LspPosition>,
+        cancel: CancellationToken,
+    ) -> Option<NextEdits> {
+        let document = self.document(uri)?;
+        let model = NextEditModel { engine: self.engine.clone(), remote: self.remote(), path: self.path_of(uri) };
+        let revision_now = || self.documents.get(uri).map(|now| now.revision);
+        let settings = self.settings();
+        let found = self
+            .next_edit
+            .next_edits_with_model(uri, &document, &settings, self.encoding, model, revision_now, position, cancel)
+            .await;
+        Some(found)
+    }
+
     fn uri_of_path(&self, path: &Path) -> Option<String> {
         self.paths.iter().find(|entry| entry.value() == path).map(|entry| entry.key().clone())
     }
@@ -790,116 +769,30 @@ impl Workspace {
 
     /// The model's state, the last latency, the remote, the execution tier, the strong tier and the engine's
     /// counters (`spark/status`).
-    pub fn status_json(&self) -> Value {
+    pub fn status(&self) -> Status {
         let last_latency = self.last_latency_ms.load(Ordering::Relaxed);
         let counters = self.engine.counters();
-        let last = *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut status = state_json(&self.engine.state());
-        status["remote"] = match self.remote() {
-            None => json!({"configured": false}),
-            Some(remote) => {
-                let counters = remote.counters();
-                // Down from a failure until a request succeeds; `retryInMs` 0: the next request probes it.
-                let (health, last_error, retry_in_ms) = match remote.last_failure() {
-                    None => ("up", Value::Null, Value::Null),
-                    Some((_, last_error, retry_at)) => {
-                        let wait = retry_at.saturating_duration_since(std::time::Instant::now());
-                        ("down", json!(last_error), json!(wait.as_millis() as u64))
-                    }
-                };
-                json!({
-                    "configured": true, "url": remote.config().url, "model": remote.config().model,
-                    "health": health, "lastError": last_error, "retryInMs": retry_in_ms,
-                    "requests": counters.n_requests, "connections": counters.n_connects, "failures": counters.n_failures,
-                })
-            }
-        };
-        let verify = self.settings().verify;
-        status["verify"] = json!({
-            "compile": verify.compile, "runTests": verify.run_tests, "timeoutMs": verify.timeout_ms,
-            "commands": verify.commands(),
+        let remote = self.remote().map(|remote| RemoteStatus {
+            url: remote.config().url.clone(),
+            model: remote.config().model.clone(),
+            down: remote.last_failure().map(|(_, last_error, retry_at)| {
+                (last_error, retry_at.saturating_duration_since(std::time::Instant::now()))
+            }),
+            counters: remote.counters(),
         });
-        status["strongTier"] = match self.strong.loaded_path() {
-            Some(path) => json!({"loaded": true, "path": path}),
-            None => json!({"loaded": false}),
-        };
-        status["lastLatencyMs"] = if last_latency == NO_LATENCY { Value::Null } else { json!(last_latency) };
-        status["counters"] = json!({
-            "requests": counters.requests.load(Ordering::Relaxed),
-            "superseded": counters.superseded.load(Ordering::Relaxed),
-            "cancelled": counters.cancelled.load(Ordering::Relaxed),
-            "nPrompt": counters.n_prompt.load(Ordering::Relaxed),
-            "nReused": counters.n_reused.load(Ordering::Relaxed),
-            "nDecoded": counters.n_decoded.load(Ordering::Relaxed),
-            "nGenerated": counters.n_generated.load(Ordering::Relaxed),
-            "cacheHits": counters.cache_hits.load(Ordering::Relaxed),
-            "nCopied": counters.n_copied.load(Ordering::Relaxed),
-            "nCarried": counters.n_carried.load(Ordering::Relaxed),
-            "nDrafted": counters.n_drafted.load(Ordering::Relaxed),
-            "nAccepted": counters.n_accepted.load(Ordering::Relaxed),
-            "last": last.map(|stats| json!({
-                "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
-                "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms, "totalMs": stats.total_ms,
-                "slot": stats.slot, "nCopied": stats.n_copied, "nCarried": stats.n_carried,
-                "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
-            })),
-        });
-        status
+        Status {
+            state: self.engine.state(),
+            remote,
+            verify: self.settings().verify,
+            strong_tier: self.tasks.strong_loaded_path(),
+            last_latency_ms: (last_latency != NO_LATENCY).then_some(last_latency),
+            totals: Totals::of(counters),
+            last: *counters.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+        }
     }
 
     /// The engine's most recent model calls with their counters and timings, oldest first.
-    pub fn recent_calls_json(&self) -> Value {
-        let recent = self.engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-        Value::Array(
-            recent
-                .iter()
-                .map(|call| {
-                    let stats = call.stats;
-                    json!({
-                        "stop": format!("{:?}", call.stop), "background": call.background, "producedBytes": call.produced,
-                        "nPrompt": stats.n_prompt, "nReused": stats.n_reused, "nDecoded": stats.n_decoded,
-                        "nGenerated": stats.n_generated, "queueMs": stats.queue_ms, "promptMs": stats.prompt_ms,
-                        "firstTokenMs": stats.first_token_ms, "generateUs": stats.generate_us,
-                        "totalMs": stats.total_ms, "slot": stats.slot, "nCopied": stats.n_copied,
-                        "nCarried": stats.n_carried, "nDrafted": stats.n_drafted, "nAccepted": stats.n_accepted,
-                        "confidence": f64::from(stats.confidence_permille) / 1000.0,
-                        "belowConfidence": stats.below_confidence,
-                    })
-                })
-                .collect(),
-        )
-    }
-}
-
-/// The model's state as `spark/status` and `spark/statusChanged` report it.
-pub fn state_json(state: &EngineState) -> Value {
-    match state {
-        EngineState::Loading { path } => {
-            json!({"state": "loading", "message": format!("loading {}", path.display()), "model": null})
-        }
-        EngineState::Ready(info) => json!({
-            "state": "ready",
-            "message": format!("{} ready", info.name),
-            "model": {
-                "path": info.path, "name": info.name, "arch": info.architecture, "sizeBytes": info.size_bytes,
-                "fim": info.fim.as_ref().map(|fim| format!("{:?}", fim.family)), "threads": info.threads,
-                "nCtx": info.n_ctx, "loadMs": info.load_ms,
-            },
-        }),
-        EngineState::Failed { error } => {
-            json!({"state": "failed", "message": error.to_string(), "model": null})
-        }
-    }
-}
-
-/// Runs CPU work (a parse, a verification) on tokio's blocking pool, so the async workers (which read a front
-/// end's input) only wait. A panic in `work` is resumed here, for the front end's panic guard.
-pub async fn off_the_async_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(value) => value,
-        Err(error) => match error.try_into_panic() {
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(error) => panic!("blocking work cancelled: {error}"),
-        },
+    pub fn recent_calls(&self) -> Vec<RecentCall> {
+        self.engine.counters().recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().copied().collect()
     }
 }

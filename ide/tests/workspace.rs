@@ -44,7 +44,7 @@ fn a_suggestion_is_checked_and_placed_at_the_cursor() {
         assert_eq!((found.position.line, found.position.character), (1, 12));
         assert_eq!(found.byte, TEXT.find("\n    x").unwrap());
         assert!(notices.lock().unwrap().is_empty());
-        assert!(workspace.status_json()["lastLatencyMs"].is_u64());
+        assert!(workspace.status().last_latency_ms.is_some());
     });
 }
 

@@ -1,14 +1,18 @@
 //! Code actions: the cheap listing (no model call), the data an action carries until it is resolved or run as a
 //! command, Spark's own syntax diagnostics, and task outcomes as versioned `WorkspaceEdit`s.
 
+use std::sync::Arc;
+
 use ropey::Rope;
 use serde::{Deserialize, Serialize};
-use spark_grammars::{smallest_capture, syntax_errors};
 use tower_lsp_server::ls_types::*;
 
 use spark_ide::document::Document;
+use spark_ide::offers;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::tasks::{self, FileChange, TaskDocument, TaskKind, TaskOutcome};
+use spark_ide::workspace::{TaskRequest, Workspace};
+use tokio_util::sync::CancellationToken;
 
 /// What a listed action needs to be computed later; travels as the action's `data` or the command's argument.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -65,12 +69,11 @@ pub fn list(
         .iter()
         .map(|diagnostic| (diagnostic.range, diagnostic.message.clone(), Some(diagnostic.clone())))
         .collect();
-    for node in syntax_errors(tree.root_node(), 64) {
-        if node.start_byte() <= lines_end && node.end_byte() >= lines_start {
-            let (from, to) = visible_span(&document.rope, node.start_byte(), node.end_byte());
-            let node_range = byte_range_to_lsp(&document.rope, from, to, encoding);
+    for error in offers::syntax_errors(document, 64) {
+        if error.node_start <= lines_end && error.node_end >= lines_start {
+            let node_range = byte_range_to_lsp(&document.rope, error.start, error.end, encoding);
             if !fix_targets.iter().any(|(range, _, _)| *range == node_range) {
-                fix_targets.push((node_range, error_message(&node, &document.rope), None));
+                fix_targets.push((node_range, error.message, None));
             }
         }
     }
@@ -94,21 +97,17 @@ pub fn list(
         ));
     }
 
-    let source = document.text();
-    let queries = lang.queries();
-    if let Some(function) =
-        smallest_capture(&queries.functions, "function", tree.root_node(), source.as_bytes(), start, start)
+    let snapshot = TaskDocument {
+        text: document.text(),
+        lang,
+        tree: tree.clone(),
+        path: None,
+        version: document.version,
+        revision: document.revision,
+        open_files: Vec::new(),
+    };
     {
-        let snapshot = TaskDocument {
-            text: source.clone(),
-            lang,
-            tree: tree.clone(),
-            path: None,
-            version: document.version,
-            revision: document.revision,
-            open_files: Vec::new(),
-        };
-        if let Some((_, name)) = tasks::function_at(&snapshot, function.start_byte().max(start)) {
+        if let Some(name) = offers::function_to_test(&snapshot, start) {
             let data = ActionData {
                 task: TaskKind::Tests.command().into(),
                 uri: uri.clone(),
@@ -121,15 +120,6 @@ pub fn list(
             actions.push(action(title, CodeActionKind::REFACTOR_REWRITE, false, None, data, resolve_supported));
         }
     }
-    let snapshot = TaskDocument {
-        text: source,
-        lang,
-        tree: tree.clone(),
-        path: None,
-        version: document.version,
-        revision: document.revision,
-        open_files: Vec::new(),
-    };
     if tasks::regex_comment_at(&snapshot, start).is_some() {
         let data = ActionData {
             task: TaskKind::Regex.command().into(),
@@ -178,57 +168,18 @@ fn action(
     })
 }
 
-fn error_message(node: &spark_grammars::tree_sitter::Node<'_>, rope: &Rope) -> String {
-    if node.is_missing() {
-        let kind = node.kind();
-        if kind.chars().all(|ch| ch.is_ascii_punctuation()) {
-            return format!("syntax error: missing `{kind}`");
-        }
-        return format!("syntax error: missing {}", kind.replace('_', " "));
-    }
-    let start = node.start_byte().min(rope.len_bytes());
-    let end = node.end_byte().min(rope.len_bytes()).min(start + 40);
-    let end = rope.char_to_byte(rope.byte_to_char(end));
-    let text = rope.byte_slice(start..end).to_string();
-    let text = text.lines().next().unwrap_or("").trim();
-    if text.is_empty() {
-        "syntax error".into()
-    } else {
-        format!("syntax error near `{text}`")
-    }
-}
-
 /// Spark's own diagnostics: one per ERROR or MISSING node (source `spark`).
 pub fn syntax_diagnostics(document: &Document, encoding: PositionEncoding) -> Vec<Diagnostic> {
-    let Some(tree) = document.tree.as_ref() else { return Vec::new() };
-    syntax_errors(tree.root_node(), 50)
+    offers::syntax_errors(document, 50)
         .into_iter()
-        .map(|node| Diagnostic {
-            range: {
-                let (from, to) = visible_span(&document.rope, node.start_byte(), node.end_byte());
-                byte_range_to_lsp(&document.rope, from, to, encoding)
-            },
+        .map(|error| Diagnostic {
+            range: byte_range_to_lsp(&document.rope, error.start, error.end, encoding),
             severity: Some(DiagnosticSeverity::ERROR),
             source: Some("spark".into()),
-            message: error_message(&node, &document.rope),
+            message: error.message,
             ..Default::default()
         })
         .collect()
-}
-
-/// A zero-width error (a MISSING node) is widened to the character before it, so that editors draw it and a
-/// cursor on it finds its diagnostic.
-fn visible_span(rope: &Rope, start: usize, end: usize) -> (usize, usize) {
-    if start < end || start == 0 {
-        return (start, end);
-    }
-    let char_idx = rope.byte_to_char(start.min(rope.len_bytes()));
-    let previous = rope.char_to_byte(char_idx.saturating_sub(1));
-    if rope.byte_slice(previous..start).to_string().contains('\n') {
-        (start, end)
-    } else {
-        (previous, end)
-    }
 }
 
 pub fn byte_range_to_lsp(rope: &Rope, start: usize, end: usize, encoding: PositionEncoding) -> Range {
@@ -289,6 +240,49 @@ pub fn to_lsp(position: Position) -> LspPosition {
 
 pub fn from_lsp(position: LspPosition) -> Position {
     Position::new(position.line, position.character)
+}
+
+/// Runs a task for an action or command, to a verified edit or a message saying why there is none.
+/// The edit comes with its title and where it came from ("fast tier", "compiler", …).
+pub async fn run(
+    workspace: Option<&Arc<Workspace>>,
+    data: &ActionData,
+) -> std::result::Result<(WorkspaceEdit, String, String), String> {
+    let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
+    let workspace = workspace.ok_or("Spark is not initialized")?;
+    let range = data.position.map(|position| Range::new(position, position)).unwrap_or(data.range);
+    let request = TaskRequest {
+        uri: data.uri.as_str().to_owned(),
+        kind,
+        start: to_lsp(range.start),
+        end: to_lsp(range.end),
+        version: data.version,
+        message: data.message.clone(),
+    };
+    let done = workspace.run_task(&request, CancellationToken::new()).await?;
+    Ok((
+        workspace_edit(&data.uri, &done.snapshot, workspace.encoding(), &done.outcome),
+        done.outcome.source(),
+        done.outcome.title,
+    ))
+}
+
+/// Publishes Spark's syntax diagnostics for a document once it has been quiet for a moment (the caller owns
+/// the handle: a change aborts it).
+pub fn diagnostics_after_quiet(
+    client: tower_lsp_server::Client,
+    workspace: Arc<Workspace>,
+    uri: Uri,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let computed = workspace
+            .document(uri.as_str())
+            .map(|document| (syntax_diagnostics(&document, workspace.encoding()), document.version));
+        if let Some((diagnostics, version)) = computed {
+            client.publish_diagnostics(uri, diagnostics, Some(version)).await;
+        }
+    })
 }
 
 #[cfg(test)]

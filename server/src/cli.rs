@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -11,11 +12,14 @@ use serde_json::json;
 use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{self, InlineSettings, PromptWindow};
+use spark_ide::config::{engine_config, InlineSettings, PromptWindow, Route, TaskSettings};
 use spark_ide::document::Document;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
+use spark_ide::runner::{TaskJob, TaskRunner};
+
+use crate::options::TaskOptions;
+use spark_ide::suggest;
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
-use spark_ide::{suggest, verify};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -64,28 +68,12 @@ pub struct TaskArgs {
     /// Apply the verified edit to the files.
     #[arg(long)]
     pub write: bool,
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Samples to try (greedy first, then sampled).
-    #[arg(long, default_value_t = 4)]
-    pub samples: usize,
-    /// Time budget for all samples.
-    #[arg(long, default_value_t = 20_000)]
-    pub budget_ms: u64,
+    #[command(flatten)]
+    pub options: TaskOptions,
     /// Also check candidates by running the toolchain in a scratch copy of the crate or package (`cargo check`,
     /// `tsc --noEmit`; for tests, the generated test itself): the `verify.compile` and `verify.runTests` settings.
     #[arg(long)]
     pub run: bool,
-    /// Time limit of one execution check (with --run).
-    #[arg(long, default_value_t = 60_000)]
-    pub run_timeout_ms: u64,
-    /// The strong tier, tried when nothing from the model verified: a model name
-    /// (scripts/install-model.sh --list) or a GGUF path; "auto": the largest installed Qwen2.5-Coder that is not
-    /// the model; "none": no strong tier.
-    #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
-    pub strong_model: String,
 }
 
 #[derive(Args, Debug)]
@@ -159,13 +147,6 @@ pub async fn serve_stdio() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn engine_config(model: Option<&Path>, threads: Option<usize>) -> EngineConfig {
-    EngineConfig::new(
-        config::resolve_model(model),
-        threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
-    )
-}
-
 fn parse_at(at: &str) -> anyhow::Result<(u32, u32)> {
     let (line, column) = at.split_once(':').context("--at takes LINE:COL, e.g. --at 12:5")?;
     let line: u32 = line.trim().parse().with_context(|| format!("--at: line {line:?} is not a number"))?;
@@ -209,23 +190,11 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     }
     .with_window(PromptWindow::for_model(Some(info.n_params)));
     let path = args.file.to_string_lossy().into_owned();
-    let prepared = suggest::prepare(
-        &document,
-        resolved.byte,
-        Some(&suggest::display_path(&path)),
-        "",
-        1,
-        &settings,
-        CancellationToken::new(),
-    );
-    let mode = prepared.context.mode;
     let started = Instant::now();
-    let completion = engine.complete(prepared.request).await.context("completion failed")?;
-    let verified = if completion.text.is_empty() {
-        None
-    } else {
-        verify::check_insertion(&document, resolved.byte, &completion.text)
-    };
+    let answer = suggest::one_shot(&engine, &document, resolved.byte, &path, &settings, CancellationToken::new())
+        .await
+        .context("completion failed")?;
+    let (completion, verified, mode) = (answer.completion, answer.checked, answer.mode);
     let latency_ms = started.elapsed().as_millis();
     let stats = completion.stats;
     if args.json {
@@ -430,7 +399,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let document = Document::new(&text, lang.name(), Some(lang), 0);
     let Some(tree) = document.tree.clone() else { bail!("{} could not be parsed (too large?)", args.file.display()) };
     let at = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32).byte;
-    let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
+    let engine = Engine::start(engine_config(args.options.model.as_deref(), args.options.threads));
     engine.wait_ready().await.context("the model is not available")?;
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
     let snapshot = TaskDocument {
@@ -445,51 +414,40 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let target = TaskTarget { range: at..at, message: args.message.clone() };
     let verify = if args.run {
         spark_ide::exec_check::VerifySettings {
-            timeout_ms: args.run_timeout_ms,
+            timeout_ms: args.options.run_timeout_ms,
             ..spark_ide::exec_check::VerifySettings::all()
         }
     } else {
         spark_ide::exec_check::VerifySettings::off()
     };
     let budget = TaskBudget {
-        samples: args.samples.max(1),
-        time: std::time::Duration::from_millis(args.budget_ms),
+        samples: args.options.samples.max(1),
+        time: std::time::Duration::from_millis(args.options.budget_ms),
         verify,
         ..TaskBudget::default()
     };
-    let fast_config = engine_config(args.model.as_deref(), args.threads);
-    let task_settings =
-        spark_ide::tiers::TaskSettings { strong_model: args.strong_model.clone(), ..Default::default() };
-    let fast_path = match &fast_config.model {
-        ModelSource::Path(path) => Some(path.clone()),
-        ModelSource::None => None,
-    };
-    let strong_model = spark_ide::tiers::StrongModel::default();
-    let strong = task_settings.strong_model_path(fast_path.as_deref()).map(|path| (&strong_model, path, fast_config));
-    let outcome = spark_ide::tiers::run(
-        &spark_ide::route::Generator::local(&engine),
-        strong,
-        &task_settings,
+    let runner = TaskRunner::new(Arc::new(engine));
+    let job = TaskJob {
         kind,
-        &snapshot,
-        &target,
+        document: snapshot,
+        target,
         budget,
-        &CancellationToken::new(),
-    )
-    .await?;
-    engine.shutdown();
-    strong_model.unload_if_idle(std::time::Duration::ZERO).await;
+        tiers: TaskSettings { strong_model: args.options.strong_model.clone(), ..Default::default() },
+        fast_config: engine_config(args.options.model.as_deref(), args.options.threads),
+        remote: None,
+        route: Route::Local,
+    };
+    let run = runner.run(job, &CancellationToken::new()).await;
+    runner.engine().shutdown();
+    runner.unload_strong().await;
+    let outcome = run.map_err(|error| anyhow::anyhow!("{error}"))?.outcome;
 
     let diffs: Vec<(String, bool, String)> = outcome
         .changes
         .iter()
         .map(|change| {
             let shown = change.path.as_deref().unwrap_or(&args.file).display().to_string();
-            let new_text = change.new_text();
-            let diff = similar::TextDiff::from_lines(&change.old_text, &new_text)
-                .unified_diff()
-                .header(if change.create { "/dev/null" } else { &shown }, &shown)
-                .to_string();
+            let diff = change.unified_diff(&shown);
             (shown, change.create, diff)
         })
         .collect();
@@ -516,7 +474,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
             outcome.title,
             outcome.ms,
             outcome.samples_tried,
-            source_of(&outcome)
+            outcome.source()
         );
     } else {
         println!("{}", kind.nothing_verified());
@@ -532,15 +490,6 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     }
     // Exit 2 says "nothing verified", distinct from errors (1).
     Ok(if outcome.verified() { ExitCode::SUCCESS } else { ExitCode::from(2) })
-}
-
-/// Where a task's edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
-/// model ("compiler", "grammar", "similar name").
-pub fn source_of(outcome: &spark_ide::tasks::TaskOutcome) -> String {
-    match outcome.origin {
-        spark_ide::tasks::Origin::Model => format!("{} tier", outcome.tier.name()),
-        other => other.name().to_owned(),
-    }
 }
 
 #[cfg(test)]

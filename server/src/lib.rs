@@ -2,6 +2,7 @@
 //! server for coding agents.
 
 pub mod actions;
+pub mod capabilities;
 pub mod cli;
 pub mod framing;
 pub mod ghost;
@@ -9,4 +10,6 @@ pub mod guard;
 pub mod lsp;
 pub mod mcp;
 pub mod next_edit;
+pub mod options;
 pub mod progress;
+pub mod status;

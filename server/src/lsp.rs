@@ -11,24 +11,15 @@ use serde_json::{json, Value};
 use spark_engine::Engine;
 use spark_ide::config::Settings;
 use spark_ide::document::Change;
-use spark_ide::position::{LspPosition, PositionEncoding};
-use spark_ide::workspace::{Notice, NoticeLevel, TaskRequest, Workspace};
+use spark_ide::position::PositionEncoding;
+use spark_ide::workspace::{Notice, NoticeLevel, Workspace};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Result;
-use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
-use crate::actions::{self, ActionData};
-use crate::next_edit::{self, NextEditChanged, NextEditParams};
-
-/// `spark/statusChanged`: the model's state, sent whenever it changes.
-pub enum StatusChanged {}
-
-impl Notification for StatusChanged {
-    type Params = Value;
-    const METHOD: &'static str = "spark/statusChanged";
-}
+use crate::actions::{self, from_lsp, to_lsp, ActionData};
+use crate::next_edit::{self, NextEditParams};
 
 pub struct Spark {
     client: Client,
@@ -127,7 +118,7 @@ impl Spark {
     /// `spark/status`: the model's state, the last latency and the engine's counters.
     pub async fn status(&self) -> Result<Value> {
         Ok(match self.workspace() {
-            Some(workspace) => workspace.status_json(),
+            Some(workspace) => crate::status::status_json(&workspace.status()),
             None => {
                 json!({"state": "starting", "message": "waiting for initialize", "model": null, "lastLatencyMs": null})
             }
@@ -137,7 +128,9 @@ impl Spark {
     /// `spark/recentCalls`: the engine's most recent model calls with their counters and timings, oldest first
     /// (for benchmarks and for seeing where time goes).
     pub async fn recent_calls(&self) -> Result<Value> {
-        Ok(self.workspace().map_or_else(|| json!([]), |workspace| workspace.recent_calls_json()))
+        Ok(self
+            .workspace()
+            .map_or_else(|| json!([]), |workspace| crate::status::recent_calls_json(&workspace.recent_calls())))
     }
 
     /// `spark/nextEdit`: the edits predicted from the user's recent edits of a document.
@@ -163,25 +156,7 @@ impl Spark {
         if !settings.enabled {
             return;
         }
-        let client = self.client.clone();
-        let shown = self.next_edit_shown.clone();
-        let uri_owned = uri.clone();
-        let handle = tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(settings.pause_ms)).await;
-            let cancel = CancellationToken::new();
-            let _cancel_on_abort = cancel.clone().drop_guard();
-            let Some(found) = workspace.next_edits_with_model(uri_owned.as_str(), None, cancel).await else {
-                return;
-            };
-            if !settings.notify {
-                return;
-            }
-            let has_edits = !found.edits.is_empty();
-            let had_edits = shown.insert(uri_owned.clone(), has_edits).unwrap_or(false);
-            if has_edits || had_edits {
-                client.send_notification::<NextEditChanged>(next_edit::to_json(&uri_owned, &found)).await;
-            }
-        });
+        let handle = next_edit::after_pause(self.client.clone(), workspace, uri.clone(), self.next_edit_shown.clone());
         if let Some(previous) = self.next_edit_tasks.insert(uri.clone(), handle) {
             previous.abort();
         }
@@ -201,51 +176,11 @@ impl Spark {
     /// Publishes Spark's syntax diagnostics for a document once it has been quiet for a moment.
     fn schedule_diagnostics(&self, uri: &Uri) {
         let Some(workspace) = self.workspace().cloned() else { return };
-        let client = self.client.clone();
-        let uri_owned = uri.clone();
-        let handle = tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-            let computed = workspace
-                .document(uri_owned.as_str())
-                .map(|document| (actions::syntax_diagnostics(&document, workspace.encoding()), document.version));
-            if let Some((diagnostics, version)) = computed {
-                client.publish_diagnostics(uri_owned, diagnostics, Some(version)).await;
-            }
-        });
+        let handle = actions::diagnostics_after_quiet(self.client.clone(), workspace, uri.clone());
         if let Some(previous) = self.diagnostics_tasks.insert(uri.clone(), handle) {
             previous.abort();
         }
     }
-
-    /// Runs a task for an action or command, to a verified edit or a message saying why there is none.
-    /// The edit comes with its title and where it came from ("fast tier", "compiler", …).
-    async fn run_task(&self, data: &ActionData) -> std::result::Result<(WorkspaceEdit, String, String), String> {
-        let kind = data.kind().ok_or_else(|| format!("unknown Spark command {:?}", data.task))?;
-        let workspace = self.workspace().ok_or("Spark is not initialized")?;
-        let range = data.position.map(|position| Range::new(position, position)).unwrap_or(data.range);
-        let request = TaskRequest {
-            uri: data.uri.as_str().to_owned(),
-            kind,
-            start: to_lsp(range.start),
-            end: to_lsp(range.end),
-            version: data.version,
-            message: data.message.clone(),
-        };
-        let done = workspace.run_task(&request, CancellationToken::new()).await?;
-        Ok((
-            actions::workspace_edit(&data.uri, &done.snapshot, workspace.encoding(), &done.outcome),
-            crate::cli::source_of(&done.outcome),
-            done.outcome.title,
-        ))
-    }
-}
-
-fn to_lsp(position: Position) -> LspPosition {
-    LspPosition { line: position.line, character: position.character }
-}
-
-fn from_lsp(position: LspPosition) -> Position {
-    Position::new(position.line, position.character)
 }
 
 impl LanguageServer for Spark {
@@ -259,25 +194,10 @@ impl LanguageServer for Spark {
                 Settings::default()
             }
         };
-        let offered: Vec<String> = params
-            .capabilities
-            .general
-            .as_ref()
-            .and_then(|general| general.position_encodings.as_ref())
-            .map(|kinds| kinds.iter().map(|kind| kind.as_str().to_owned()).collect())
-            .unwrap_or_default();
-        let encoding = PositionEncoding::negotiate(&offered);
-        let has_progress =
-            params.capabilities.window.as_ref().and_then(|window| window.work_done_progress).unwrap_or(false);
-        self.client_has_progress.store(has_progress, Ordering::Relaxed);
-        let resolve_supported = params
-            .capabilities
-            .text_document
-            .as_ref()
-            .and_then(|text_document| text_document.code_action.as_ref())
-            .and_then(|code_action| code_action.resolve_support.as_ref())
-            .is_some_and(|support| support.properties.iter().any(|property| property == "edit"));
-        self.resolve_supported.store(resolve_supported, Ordering::Relaxed);
+        let support = crate::capabilities::client_support(&params);
+        let encoding = support.encoding;
+        self.client_has_progress.store(support.has_progress, Ordering::Relaxed);
+        self.resolve_supported.store(support.resolve_supported, Ordering::Relaxed);
         let engine = Arc::new(Engine::start(settings.engine_config()));
         let client = self.client.clone();
         let notify = move |notice: Notice| {
@@ -301,30 +221,7 @@ impl LanguageServer for Spark {
         let _ = self.workspace.set(Arc::new(workspace));
         tracing::info!(encoding = encoding.as_lsp_str(), "initialized");
 
-        Ok(InitializeResult {
-            capabilities: ServerCapabilities {
-                position_encoding: Some(PositionEncodingKind::from(encoding.as_lsp_str().to_owned())),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::INCREMENTAL),
-                    ..Default::default()
-                })),
-                completion_provider: Some(CompletionOptions { resolve_provider: Some(false), ..Default::default() }),
-                inline_completion_provider: Some(OneOf::Left(true)),
-                code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-                    code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, CodeActionKind::REFACTOR_REWRITE]),
-                    resolve_provider: Some(true),
-                    ..Default::default()
-                })),
-                execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: actions::COMMANDS.iter().map(|command| (*command).to_owned()).collect(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            server_info: Some(ServerInfo { name: "spark-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
-            offset_encoding: None,
-        })
+        Ok(crate::capabilities::initialize_result(encoding))
     }
 
     async fn initialized(&self, _: InitializedParams) {
@@ -456,7 +353,7 @@ impl LanguageServer for Spark {
         let Some(data) = action.data.clone().and_then(|data| serde_json::from_value::<ActionData>(data).ok()) else {
             return Ok(action);
         };
-        match self.run_task(&data).await {
+        match actions::run(self.workspace(), &data).await {
             Ok((edit, _, _)) => action.edit = Some(edit),
             Err(message) => self.client.show_message(MessageType::INFO, message).await,
         }
@@ -477,7 +374,7 @@ impl LanguageServer for Spark {
                 return Err(tower_lsp_server::jsonrpc::Error::invalid_params(message));
             }
         };
-        match self.run_task(&data).await {
+        match actions::run(self.workspace(), &data).await {
             Ok((edit, source, title)) => {
                 let applied = self.client.apply_edit(edit).await;
                 match applied {

@@ -2,11 +2,17 @@
 //! notification's params, the "Spark next edit" code actions and the ranged inline completion item. The
 //! predictions themselves come from [`spark_ide::Workspace::next_edits`].
 
+use std::sync::Arc;
+
+use dashmap::DashMap;
 use serde_json::{json, Value};
 use spark_ide::next_edit::{NextEdit, NextEdits};
 use spark_ide::position::LspPosition;
+use spark_ide::workspace::Workspace;
+use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
+use tower_lsp_server::Client;
 
 use crate::actions::from_lsp;
 
@@ -98,6 +104,34 @@ pub fn inline_item(found: &NextEdits, position: Position) -> Option<InlineComple
         range: Some(range(edit)),
         command: None,
         insert_text_format: None,
+    })
+}
+
+/// Computes a document's next edits after `nextEdit.pauseMs` (code actions and the inline item read them from the
+/// cache), and sends `spark/nextEditChanged` when the client asked for it and the answer is news (edits, or none
+/// after some were shown). The caller owns the handle: a change aborts it.
+pub fn after_pause(
+    client: Client,
+    workspace: Arc<Workspace>,
+    uri: Uri,
+    shown: Arc<DashMap<Uri, bool>>,
+) -> tokio::task::JoinHandle<()> {
+    let settings = workspace.settings().next_edit;
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(settings.pause_ms)).await;
+        let cancel = CancellationToken::new();
+        let _cancel_on_abort = cancel.clone().drop_guard();
+        let Some(found) = workspace.next_edits_with_model(uri.as_str(), None, cancel).await else {
+            return;
+        };
+        if !settings.notify {
+            return;
+        }
+        let has_edits = !found.edits.is_empty();
+        let had_edits = shown.insert(uri.clone(), has_edits).unwrap_or(false);
+        if has_edits || had_edits {
+            client.send_notification::<NextEditChanged>(to_json(&uri, &found)).await;
+        }
     })
 }
 

@@ -3,12 +3,21 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use spark_engine::{Engine, EngineState};
-use spark_ide::workspace::state_json;
+use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::{MessageType, NumberOrString};
 use tower_lsp_server::Client;
 
-use crate::lsp::StatusChanged;
+use crate::status::state_json;
+
+/// `spark/statusChanged`: the model's state, sent whenever it changes.
+pub enum StatusChanged {}
+
+impl Notification for StatusChanged {
+    type Params = Value;
+    const METHOD: &'static str = "spark/statusChanged";
+}
 
 /// Watches the engine's state until it is dropped, telling the client of each change.
 pub fn watch_status(client: Client, engine: Arc<Engine>, has_progress: bool) -> tokio::task::JoinHandle<()> {

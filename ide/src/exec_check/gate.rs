@@ -14,7 +14,7 @@ use super::settings::VerifySettings;
 use super::steps::*;
 use super::ts_service::{self, ServiceError};
 use super::{last_line, Checked, Unchecked};
-use crate::tasks::{FileChange, TaskKind};
+use crate::kinds::{FileChange, TaskKind};
 
 /// One task's execution checks: built once per task, asked once per candidate that passed `edit_check`.
 pub struct Gate<'a> {
@@ -191,12 +191,12 @@ impl<'a> Gate<'a> {
                     }
                 }
                 if self.tests_on() {
-                    let framework = crate::tasks::ts_framework(Some(&project.root.join(&project.file)));
+                    let framework = crate::kinds::ts_framework(Some(&project.root.join(&project.file)));
                     let outcome = match js_test_step(project, &edited_path, node_major().await) {
                         Ok(step) => scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?,
                         Err(why) => {
                             let tsc = find_tsc(project)
-                                .filter(|_| framework == crate::tasks::TsFramework::NodeTest)
+                                .filter(|_| framework == crate::kinds::TsFramework::NodeTest)
                                 .ok_or(Checked::Unchecked(Unchecked::Tool(why)))?;
                             let out_dir = scratch.target.join("js");
                             let _ = std::fs::remove_dir_all(&out_dir);

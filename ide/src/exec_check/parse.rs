@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::tasks::FileChange;
+use crate::kinds::FileChange;
 
 /// An error-level diagnostic of a compiler, keyed the way checks compare them (lines move when code is edited,
 /// so they are shown but not compared).

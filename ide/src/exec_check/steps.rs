@@ -72,16 +72,16 @@ pub fn tsc_step(tsc: PathBuf, has_tsconfig: bool, file: &Path, build_info: &Path
 pub fn js_test_step(project: &Project, test_file: &Path, node_major: Option<u32>) -> Result<Step, String> {
     let bin = |name: &str| project.node_modules.as_ref().map(|dir| dir.join(".bin").join(name)).filter(|p| p.exists());
     let file = test_file.to_string_lossy().into_owned();
-    match crate::tasks::ts_framework(Some(&project.root.join(&project.file))) {
-        crate::tasks::TsFramework::Vitest => {
+    match crate::kinds::ts_framework(Some(&project.root.join(&project.file))) {
+        crate::kinds::TsFramework::Vitest => {
             let vitest = bin("vitest").ok_or("vitest is not installed in node_modules")?;
             Ok(Step { program: vitest, args: vec!["run".into(), file], dir: PathBuf::new(), label: "vitest run" })
         }
-        crate::tasks::TsFramework::Jest => {
+        crate::kinds::TsFramework::Jest => {
             let jest = bin("jest").ok_or("jest is not installed in node_modules")?;
             Ok(Step { program: jest, args: vec!["--runTestsByPath".into(), file], dir: PathBuf::new(), label: "jest" })
         }
-        crate::tasks::TsFramework::NodeTest => {
+        crate::kinds::TsFramework::NodeTest => {
             // Node runs TypeScript itself from 22.6 on (type stripping); before that it needs a loader.
             if node_major.is_some_and(|major| major >= 23) {
                 Ok(Step {
@@ -139,11 +139,11 @@ pub fn node_test_via_tsc(
     Ok([emit, run])
 }
 
-pub(super) fn js_label(framework: crate::tasks::TsFramework) -> &'static str {
+pub(super) fn js_label(framework: crate::kinds::TsFramework) -> &'static str {
     match framework {
-        crate::tasks::TsFramework::Vitest => "vitest run",
-        crate::tasks::TsFramework::Jest => "jest",
-        crate::tasks::TsFramework::NodeTest => "node --test",
+        crate::kinds::TsFramework::Vitest => "vitest run",
+        crate::kinds::TsFramework::Jest => "jest",
+        crate::kinds::TsFramework::NodeTest => "node --test",
     }
 }
 

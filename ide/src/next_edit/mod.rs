@@ -3,17 +3,16 @@
 //! it is offered: it applies to the revision it was computed for, is not inside or a reversal of the user's own
 //! edit, changes something, and adds no syntax error (alone, and all of them together for "apply all").
 
-pub mod history;
 pub mod model;
 pub mod predict;
-pub(crate) mod serve;
+pub mod serve;
 
 use spark_grammars::tree_sitter::{InputEdit, Point, Tree};
 use spark_grammars::{count_errors_in, Lang};
 
-pub use history::{Edit, EditHistory};
+pub use crate::edit_history::{Edit, EditHistory};
 pub use predict::{Predicted, Source};
-pub use serve::{NextEdit, NextEdits};
+pub use serve::{NextEdit, NextEditModel, NextEditService, NextEdits};
 
 /// The predictions that passed the checks, in document order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use spark_grammars::Lang;
 
-use super::history::Edit;
 use super::predict::{Predicted, Source};
+use crate::edit_history::Edit;
 use crate::route::TaskPrompt;
 use crate::tasks::{fence_tag, language_name};
 

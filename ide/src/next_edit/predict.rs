@@ -5,7 +5,7 @@
 use spark_grammars::tree_sitter::{Node, Tree};
 use spark_grammars::{smallest_capture, Lang};
 
-use super::history::Edit;
+use crate::edit_history::Edit;
 
 /// Predictions from one edit are capped: a rename with hundreds of uses is a refactoring tool's job.
 pub const MAX_PREDICTIONS: usize = 32;

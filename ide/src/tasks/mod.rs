@@ -18,6 +18,7 @@ use crate::verify::Rejection;
 
 /// Requests of all tasks share one lane: a new task supersedes a queued one, ghost text keeps its own lanes.
 mod characterise;
+mod characterise_inputs;
 mod fix;
 mod probe;
 mod regex;
@@ -25,6 +26,7 @@ mod regex_synth;
 pub mod suggested;
 mod tests;
 
+pub use crate::kinds::{ts_framework, TsFramework};
 #[allow(unused_imports)]
 use fix::*;
 pub use fix::{fix_node, narrow_rewrite, without_repeated_context};
@@ -33,39 +35,11 @@ use regex::*;
 pub use regex::{parse_regex_spec, quote_example, regex_comment_at, regex_statement, RegexSpec};
 #[allow(unused_imports)]
 use tests::*;
-pub use tests::{files_read, function_at, ts_export, ts_framework, ts_test_path, TsExport, TsFramework};
+pub use tests::{files_read, function_at, ts_export, ts_test_path, TsExport};
 
 pub(crate) const TASK_LANE: u64 = u64::MAX;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskKind {
-    Fix,
-    Tests,
-    Regex,
-}
-
-impl TaskKind {
-    pub fn command(self) -> &'static str {
-        match self {
-            TaskKind::Fix => "spark.fix",
-            TaskKind::Tests => "spark.generateTests",
-            TaskKind::Regex => "spark.generateRegex",
-        }
-    }
-
-    pub fn from_command(command: &str) -> Option<TaskKind> {
-        [TaskKind::Fix, TaskKind::Tests, TaskKind::Regex].into_iter().find(|kind| kind.command() == command)
-    }
-
-    /// The message when no sample passed verification.
-    pub fn nothing_verified(self) -> &'static str {
-        match self {
-            TaskKind::Fix => "Spark found no verified fix",
-            TaskKind::Tests => "Spark found no verified tests",
-            TaskKind::Regex => "Spark found no verified regex",
-        }
-    }
-}
+pub use crate::kinds::{FileChange, TaskKind};
 
 /// A document as a task sees it: a snapshot, so the model can run while the user types on.
 pub struct TaskDocument {
@@ -151,29 +125,6 @@ impl Origin {
     }
 }
 
-/// One file's change: `replace` (bytes of `old_text`) becomes `insert`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// `None`: the task's own document.
-    pub path: Option<PathBuf>,
-    pub create: bool,
-    pub old_text: String,
-    pub replace: Range<usize>,
-    pub insert: String,
-}
-
-impl AsRef<FileChange> for FileChange {
-    fn as_ref(&self) -> &FileChange {
-        self
-    }
-}
-
-impl FileChange {
-    pub fn new_text(&self) -> String {
-        format!("{}{}{}", &self.old_text[..self.replace.start], self.insert, &self.old_text[self.replace.end..])
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct TaskOutcome {
     /// Empty when nothing verified.
@@ -191,6 +142,15 @@ pub struct TaskOutcome {
 impl TaskOutcome {
     pub fn verified(&self) -> bool {
         !self.changes.is_empty()
+    }
+
+    /// Where the edit came from, as said to the user: "fast tier", "strong tier", or what wrote it without a
+    /// model ("compiler", "grammar", "similar name").
+    pub fn source(&self) -> String {
+        match self.origin {
+            Origin::Model => format!("{} tier", self.tier.name()),
+            other => other.name().to_owned(),
+        }
     }
 }
 
@@ -224,6 +184,11 @@ fn sampled(title: &str, found: Option<FileChange>, tried: usize, rejections: Vec
         Some(change) => TaskOutcome { changes: vec![change], samples_tried: tried, rejections, ..nothing(title) },
         None => TaskOutcome { samples_tried: tried, rejections, ..nothing(title) },
     }
+}
+
+/// The outcome of a task cancelled before it tried anything.
+pub fn cancelled(kind: TaskKind) -> TaskOutcome {
+    TaskOutcome { rejections: vec!["cancelled".to_owned()], ..nothing(kind.nothing_verified()) }
 }
 
 fn nothing(title: &str) -> TaskOutcome {

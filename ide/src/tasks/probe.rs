@@ -14,9 +14,10 @@ use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
 use super::characterise::{self as pure, Input, Mutant, Observation};
-use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport, TsFramework};
+use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport};
 use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome};
 use crate::exec_check::{self, Gate, ScratchSession, Step};
+use crate::kinds::TsFramework;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 
 /// At most this many inputs are probed, and this many mutants run.

@@ -239,36 +239,6 @@ pub(super) fn rust_test_change(document: &TaskDocument, module_end: Option<usize
     }
 }
 
-/// The test framework a TypeScript project uses, from the nearest package.json.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TsFramework {
-    Vitest,
-    Jest,
-    NodeTest,
-}
-
-pub fn ts_framework(file: Option<&Path>) -> TsFramework {
-    let mut dir = file.and_then(Path::parent);
-    while let Some(current) = dir {
-        if let Ok(text) = std::fs::read_to_string(current.join("package.json")) {
-            if let Ok(package) = serde_json::from_str::<serde_json::Value>(&text) {
-                let has = |name: &str| {
-                    ["dependencies", "devDependencies"].iter().any(|section| package[section].get(name).is_some())
-                };
-                if has("vitest") {
-                    return TsFramework::Vitest;
-                }
-                if has("jest") || has("ts-jest") || has("@jest/globals") {
-                    return TsFramework::Jest;
-                }
-            }
-            return TsFramework::NodeTest;
-        }
-        dir = current.parent();
-    }
-    TsFramework::NodeTest
-}
-
 /// The files besides the document itself that a task on `path` reads (and may edit).
 pub fn files_read(kind: TaskKind, lang: Lang, path: &Path) -> Vec<PathBuf> {
     match (kind, lang) {

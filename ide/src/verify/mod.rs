@@ -5,9 +5,11 @@
 //! parse goes through [`crate::parse`], with its one time limit.
 
 pub mod edit;
+pub mod generated_tests;
 mod insertion;
 pub mod regex;
 
 pub use edit::*;
+pub use generated_tests::*;
 pub use insertion::check_insertion;
 pub use regex::*;

@@ -10,18 +10,18 @@ use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use spark_engine::{Engine, EngineConfig, EngineError, EngineState, ModelSource};
-use spark_grammars::{syntax_errors, Lang};
+use spark_engine::{Engine, EngineConfig, EngineError, EngineState};
+use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
 use spark_ide::config::{self, InlineSettings, PromptWindow};
+use spark_ide::config::{Route, TaskSettings};
 use spark_ide::document::Document;
 use spark_ide::exec_check::{Gate, VerifySettings};
 use spark_ide::parse;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
-use spark_ide::route::Generator;
+use spark_ide::runner::{TaskError, TaskJob, TaskRunner};
 use spark_ide::tasks::{self, FileChange, TaskBudget, TaskDocument, TaskKind, TaskTarget};
-use spark_ide::tiers::{StrongModel, TaskSettings};
 use spark_ide::verify::{self as edit_check, RegexFlavor, Rejection};
 use spark_ide::{suggest, verify};
 
@@ -215,7 +215,7 @@ pub struct RegexExamples {
 /// The resident engine, the strong tier's lazily loaded model, and the queue calls take turns in.
 pub struct Core {
     engine: Arc<Engine>,
-    strong: Arc<StrongModel>,
+    runner: TaskRunner,
     settings: CoreSettings,
     /// Calls that use the model take turns here, first come first served: the engine supersedes a queued task
     /// by a newer one (the editor's rule), which would answer a concurrent agent's call with nothing.
@@ -226,7 +226,7 @@ impl Core {
     /// Starts the engine; the model loads in the background.
     pub fn start(settings: CoreSettings) -> Core {
         let engine = Arc::new(Engine::start(engine_config(&settings)));
-        Core { engine, strong: Arc::new(StrongModel::default()), settings, model_queue: tokio::sync::Mutex::new(()) }
+        Core { runner: TaskRunner::new(engine.clone()), engine, settings, model_queue: tokio::sync::Mutex::new(()) }
     }
 
     /// "loading", "ready: NAME" or "failed: why", for the server's instructions and logs.
@@ -275,21 +275,10 @@ impl Core {
                 _ => None,
             }));
             let path = file.to_string_lossy();
-            let prepared = suggest::prepare(
-                &document,
-                byte,
-                Some(&suggest::display_path(&path)),
-                "",
-                1,
-                &settings,
-                cancel.child_token(),
-            );
-            let completion = self.engine.complete(prepared.request).await.map_err(engine_error)?;
-            let checked = if completion.text.is_empty() {
-                None
-            } else {
-                verify::check_insertion(&document, byte, &completion.text)
-            };
+            let answer = suggest::one_shot(&self.engine, &document, byte, &path, &settings, cancel.child_token())
+                .await
+                .map_err(engine_error)?;
+            let (completion, checked) = (answer.completion, answer.checked);
             let passed = checked.as_ref().is_some_and(|text| !text.is_empty());
             let detail = match (&checked, completion.text.is_empty()) {
                 (_, true) => "the model wrote nothing here".to_owned(),
@@ -367,12 +356,8 @@ impl Core {
             .map(|change| {
                 let absolute = change.path.clone().unwrap_or_else(|| file.to_owned());
                 let shown_path = if change.path.is_some() { absolute.display().to_string() } else { shown.to_owned() };
-                let new_text = change.new_text();
-                let diff = similar::TextDiff::from_lines(&change.old_text, &new_text)
-                    .unified_diff()
-                    .header(if change.create { "/dev/null" } else { &shown_path }, &shown_path)
-                    .to_string();
-                Change { path: shown_path, create: change.create, diff, absolute, new_text }
+                let diff = change.unified_diff(&shown_path);
+                Change { path: shown_path, create: change.create, diff, absolute, new_text: change.new_text() }
             })
             .collect();
         let summary = if outcome.verified() {
@@ -531,7 +516,7 @@ impl Core {
             insert: edit.new_text.clone(),
         };
         let new_text = change.new_text();
-        let diff = similar::TextDiff::from_lines(text, &new_text).unified_diff().header(shown, shown).to_string();
+        let diff = change.unified_diff(shown);
         let mut checks = vec![syntax_row(lang, text, &new_text, start..start + edit.new_text.len())];
         checks.push(node_row(lang, text, replace, &edit.new_text));
         let mut examples = Vec::new();
@@ -611,28 +596,22 @@ impl Core {
                 verify,
                 ..TaskBudget::default()
             };
-            let fast_config = engine_config(&self.settings);
-            let task_settings = TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() };
-            let fast_path = match &fast_config.model {
-                ModelSource::Path(path) => Some(path.clone()),
-                ModelSource::None => None,
+            // The one task runner: a blocking thread, the strong tier (unloaded once idle) and a time limit from
+            // the budget; the call's own deadline and the client's cancellation bound it too.
+            let job = TaskJob {
+                kind,
+                document: snapshot,
+                target,
+                budget,
+                tiers: TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() },
+                fast_config: engine_config(&self.settings),
+                remote: None,
+                route: Route::Local,
             };
-            let strong_path = task_settings.strong_model_path(fast_path.as_deref());
-            // Candidate parses and regex matching are CPU work: the task runs on a blocking thread (driving the
-            // model from there, as the LSP server does), so the transport keeps reading requests and cancels.
-            let (engine, strong, cancel) = (self.engine.clone(), self.strong.clone(), cancel.clone());
-            let runtime = tokio::runtime::Handle::current();
-            let job = tokio::task::spawn_blocking(move || {
-                runtime.block_on(async move {
-                    let generator = Generator::local(&engine);
-                    let strong = strong_path.map(|path| (strong.as_ref(), path, fast_config));
-                    spark_ide::tiers::run(&generator, strong, &task_settings, kind, &snapshot, &target, budget, &cancel)
-                        .await
-                })
-            });
-            match job.await {
-                Ok(outcome) => outcome.map_err(engine_error),
-                Err(error) => Err(CoreError::Internal(format!("the task stopped: {error}"))),
+            match self.runner.run(job, cancel).await {
+                Ok(run) => Ok(run.outcome),
+                Err(TaskError::Engine(error)) => Err(engine_error(error)),
+                Err(error) => Err(CoreError::Internal(error.to_string())),
             }
         })
         .await
@@ -664,10 +643,7 @@ async fn bounded<T>(
 }
 
 fn engine_config(settings: &CoreSettings) -> EngineConfig {
-    EngineConfig::new(
-        config::resolve_model(settings.model.as_deref()),
-        settings.threads.filter(|threads| *threads > 0).unwrap_or_else(spark_engine::default_threads),
-    )
+    config::engine_config(settings.model.as_deref(), settings.threads)
 }
 
 fn engine_error(error: EngineError) -> CoreError {
@@ -747,28 +723,21 @@ fn example_table(flavor: RegexFlavor, pattern: &str, positives: &[String], negat
     positive_rows.chain(negative_rows).collect()
 }
 
-/// The edit adds no syntax error: none inside the edited text, and no more in the file than before.
+/// The edit adds no syntax error: none inside the edited text, and no more in the file than before (the rule
+/// of `verify::check_parses_no_worse`, which the tasks apply to the compiler's own edits).
 fn syntax_row(lang: Lang, old: &str, new: &str, edited: Range<usize>) -> CheckRow {
-    let errors = |text: &str| {
-        parse::text(lang, text).map(|tree| {
-            syntax_errors(tree.root_node(), 10_000).iter().map(|node| node.byte_range()).collect::<Vec<_>>()
-        })
-    };
-    let (Some(before), Some(after)) = (errors(old), errors(new)) else {
-        return CheckRow {
+    let unparsed =
+        || CheckRow { check: "parses".into(), passed: false, detail: "the file could not be parsed in time".into() };
+    let Some(old_tree) = parse::text(lang, old) else { return unparsed() };
+    match verify::check_parses_no_worse(lang, &old_tree, new, edited) {
+        Ok(()) => CheckRow {
             check: "parses".into(),
-            passed: false,
-            detail: "the file could not be parsed in time".into(),
-        };
-    };
-    let in_edit = after.iter().filter(|error| error.start <= edited.end && error.end >= edited.start).count();
-    let passed = in_edit == 0 && after.len() <= before.len();
-    let detail = if passed {
-        format!("no syntax error in the edit; {} in the file (was {})", after.len(), before.len())
-    } else {
-        Rejection::SyntaxErrors { in_edit, total_before: before.len(), total_after: after.len() }.to_string()
-    };
-    CheckRow { check: "parses".into(), passed, detail }
+            passed: true,
+            detail: "no syntax error in the edit, and none more in the file".into(),
+        },
+        Err(Rejection::SyntaxErrors { total_after: usize::MAX, .. }) => unparsed(),
+        Err(rejection) => CheckRow { check: "parses".into(), passed: false, detail: rejection.to_string() },
+    }
 }
 
 /// The edit stays inside the statement or item it rewrites (the fix verifier's node rule): it neither repeats
@@ -805,40 +774,5 @@ fn node_row(lang: Lang, old: &str, replace: Range<usize>, new_text: &str) -> Che
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_are_read_back_from_the_statement() {
-        for (lang, pattern) in [
-            (Lang::Rust, r"^\d{4}-\d{2}$"),
-            (Lang::Rust, r#"^"[a-z]+"$"#),
-            (Lang::TypeScript, r"^a/b\/c$"),
-            (Lang::TypeScript, r"^[0-9]+$"),
-        ] {
-            let statement = tasks::regex_statement(lang, pattern, false);
-            let read = pattern_of(lang, &statement).unwrap();
-            assert_eq!(tasks::regex_statement(lang, &read, false), statement, "{pattern}");
-        }
-    }
-
-    #[test]
-    fn the_example_table_says_which_example_failed() {
-        let rows = example_table(RegexFlavor::Rust, r"^[0-9]+$", &["12".into(), "x".into()], &["3".into(), "y".into()]);
-        let verdicts: Vec<(bool, bool)> = rows.iter().map(|row| (row.matches, row.ok)).collect();
-        assert_eq!(verdicts, [(true, true), (false, false), (true, false), (false, true)]);
-    }
-
-    #[test]
-    fn check_rows_catch_a_syntax_error_and_pass_a_fix() {
-        let old = "fn f() -> u32 {\n    let a = 1\n    a\n}\n";
-        let start = old.find("let a = 1").unwrap();
-        let good = syntax_row(Lang::Rust, old, &old.replacen("= 1\n", "= 1;\n", 1), start..start + 10);
-        assert!(good.passed, "{good:?}");
-        let clean = old.replacen("= 1\n", "= 1;\n", 1);
-        let bad_text = clean.replacen("a\n}", "a +\n}", 1);
-        let at = bad_text.find("a +").unwrap();
-        let bad = syntax_row(Lang::Rust, &clean, &bad_text, at..at + 3);
-        assert!(!bad.passed, "{bad:?}");
-    }
-}
+#[path = "core_tests.rs"]
+mod tests;

@@ -29,6 +29,7 @@ use self::core::{
     RegexExamples, Suggestion, Task, TaskAnswer,
 };
 use self::paths::{Root, MAX_FILE_BYTES};
+use crate::options::TaskOptions;
 
 /// `spark-lsp mcp`'s options.
 #[derive(Args, Debug, Clone)]
@@ -39,22 +40,8 @@ pub struct McpArgs {
     /// Let `write: true` apply verified edits to files under the root (otherwise tools return diffs only).
     #[arg(long)]
     pub allow_write: bool,
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Samples a task tries (greedy first, then sampled).
-    #[arg(long, default_value_t = 4)]
-    pub samples: usize,
-    /// Time budget of a task's sampling (a call's `deadline_ms` may cut it shorter).
-    #[arg(long, default_value_t = 20_000)]
-    pub budget_ms: u64,
-    /// Time limit of one execution check (`run: true`, `compile: true`).
-    #[arg(long, default_value_t = 60_000)]
-    pub run_timeout_ms: u64,
-    /// The strong tier, as `spark-lsp fix --strong-model`: a name, a GGUF path, "auto" or "none".
-    #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
-    pub strong_model: String,
+    #[command(flatten)]
+    pub options: TaskOptions,
 }
 
 /// A call's deadline when it names none, and the longest it may name.
@@ -68,12 +55,12 @@ const MAX_LINE_TEXT: usize = 4096;
 pub async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
     let root = Root::new(&args.root, args.allow_write)?;
     let core = Arc::new(Core::start(CoreSettings {
-        model: args.model.clone(),
-        threads: args.threads,
-        strong_model: args.strong_model.clone(),
-        samples: args.samples,
-        task_budget: Duration::from_millis(args.budget_ms),
-        run_timeout: Duration::from_millis(args.run_timeout_ms),
+        model: args.options.model.clone(),
+        threads: args.options.threads,
+        strong_model: args.options.strong_model.clone(),
+        samples: args.options.samples,
+        task_budget: Duration::from_millis(args.options.budget_ms),
+        run_timeout: Duration::from_millis(args.options.run_timeout_ms),
     }));
     tracing::info!(root = %root.dir().display(), allow_write = root.allow_write(), "mcp: serving on stdio");
     let server = SparkMcp { core: core.clone(), root: Arc::new(root), tool_router: SparkMcp::tool_router() };

@@ -1,0 +1,195 @@
+//! Tests of `characterise.rs` and `characterise_inputs.rs`.
+
+use super::*;
+
+fn tree(lang: Lang, text: &str) -> spark_grammars::tree_sitter::Tree {
+    crate::parse::text(lang, text).unwrap()
+}
+
+#[test]
+fn literal_calls_table() {
+    let cases: &[(Lang, &str, &[&str])] = &[
+        (Lang::Rust, "fn f(a: u32) {}\nlet x = f(3);\nlet y = f(n);\n/// f(\"a\", 'b')\n", &["(3)", "(\"a\", 'b')"]),
+        (Lang::Rust, "x.f(1); g::f(2); if_f(3); f(vec![1, 2]);", &["(2)", "(vec![1, 2])"]),
+        (Lang::Rust, "f(\"a,b\"); f(\"a,b\"); f(Some(1));", &["(\"a,b\")", "(Some(1))"]),
+        (Lang::TypeScript, "export function f(a: string) {}\nf('x'); f(y); f(`a${b}`);", &["('x')"]),
+        (Lang::Rust, "f(1, 2); f(1);", &["(1)"]),
+    ];
+    for (lang, text, expected) in cases {
+        let arity = if text.contains("f(1, 2)") { Some((1, 1)) } else { None };
+        assert_eq!(literal_calls(*lang, text, "f", arity), *expected, "{text}");
+    }
+}
+
+#[test]
+fn literal_only_table() {
+    let cases = [
+        (Lang::Rust, "1, -2, 3.5, 10u8", true),
+        (Lang::Rust, "\"a\\\"b\", 'c', true, None", true),
+        (Lang::Rust, "&[1, 2], vec![\"x\".to_string()]", true),
+        (Lang::Rust, "x", false),
+        (Lang::Rust, "foo()", false),
+        (Lang::Rust, "std::fs::read(\"a\")", false),
+        (Lang::TypeScript, "\"a\", 1, [1, 2], { a: 1 }", false),
+        (Lang::TypeScript, "\"a\", 1, [1, 2], null", true),
+        (Lang::Rust, "", false),
+    ];
+    for (lang, arguments, expected) in cases {
+        assert_eq!(is_literal_only(lang, arguments), expected, "{arguments}");
+    }
+}
+
+#[test]
+fn values_of_types_table() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("bool", "", &["true", "false"]),
+        ("&str", "", &["\"\"", "\"a\""]),
+        ("&'a str", "", &["\"\"", "\"a\""]),
+        ("String", "", &["\"\".to_string()"]),
+        ("&[u32]", "", &["&[]", "&[1]"]),
+        ("Option<i32>", "", &["None", "Some(0)"]),
+        ("T", "fn f<T: AsRef<str>>(s: T) -> usize", &["\"\"", "\"a\""]),
+        ("impl AsRef<str>", "", &["\"\""]),
+        ("HashMap<u8, u8>", "", &[]),
+    ];
+    for (ty, header, starts) in cases {
+        let values = rust_values(ty, header);
+        assert!(values.len() >= starts.len(), "{ty}: {values:?}");
+        assert_eq!(&values[..starts.len()], *starts, "{ty}");
+    }
+    let ts_cases: &[(&str, &[&str])] = &[
+        ("string", &["\"\"", "\"a\""]),
+        ("number[]", &["[]", "[1]"]),
+        ("\"left\" | \"right\"", &["\"left\"", "\"right\""]),
+        ("boolean | undefined", &["true", "false", "undefined"]),
+        ("Map<string, number>", &[]),
+    ];
+    for (ty, starts) in ts_cases {
+        let values = ts_values(ty);
+        assert!(values.len() >= starts.len(), "{ty}: {values:?}");
+        assert_eq!(&values[..starts.len()], *starts, "{ty}");
+    }
+    let text = "fn f(n: u8, s: &str, c: char) -> bool { n > 250 && s == \"yes\" || c == 'q' || n == 0 }";
+    let tree = tree(Lang::Rust, text);
+    let found = literals(tree.root_node(), text);
+    let mut values = Vec::new();
+    add_literals(Lang::Rust, "u8", &found, &mut values);
+    assert_eq!(values, ["249", "250", "251", "0", "1"]);
+    let mut values = Vec::new();
+    add_literals(Lang::Rust, "String", &found, &mut values);
+    assert_eq!(values, ["\"yes\".to_string()"]);
+    let mut values = Vec::new();
+    add_literals(Lang::Rust, "char", &found, &mut values);
+    assert_eq!(values, ["'q'"]);
+    let calls = combine(&[vec!["1".into(), "2".into()], vec!["\"a\"".into()]], 10);
+    assert_eq!(calls, ["(1, \"a\")", "(2, \"a\")"]);
+    assert!(combine(&[vec!["1".into()], vec![]], 10).is_empty());
+}
+
+#[test]
+fn probe_output_and_unescaping() {
+    let stdout = "running 1 test\nSPARK_PROBE 0 start\nSPARK_PROBE 0 ok \"\\\"a\\\\n\\\"\"\nSPARK_PROBE 1 start\n\
+                  SPARK_PROBE 1 panic\nSPARK_PROBE 2 start\nnoise\n";
+    let (observed, started) = parse_probe(stdout);
+    assert_eq!(observed[&0], Observation::Value("\"a\\n\"".to_owned()));
+    assert_eq!(observed[&1], Observation::Panic);
+    assert_eq!(started, Some(2));
+    let cases = [("\"a\\u{e9}\\t\"", Some("aé\t")), ("\"\\ud83d\\ude00\"", Some("😀")), ("nope", None)];
+    for (quoted, expected) in cases {
+        assert_eq!(unescape_quoted(quoted).as_deref(), expected, "{quoted}");
+    }
+}
+
+#[test]
+fn assertions_table() {
+    let cases = [
+        ("f(1)", "3", "u32", "assert_eq!(f(1), 3);"),
+        ("f(1)", "\"ab\"", "String", "assert_eq!(f(1), \"ab\");"),
+        ("f(1)", "\"ab\"", "&'static str", "assert_eq!(f(1), \"ab\");"),
+        ("f(1)", "[1, 2]", "Vec<u8>", "assert_eq!(f(1), vec![1, 2]);"),
+        ("f(1)", "[]", "Vec<u8>", "assert_eq!(format!(\"{:?}\", f(1)), \"[]\");"),
+        ("f(1)", "Some('a')", "Option<char>", "assert_eq!(f(1), Some('a'));"),
+        ("f(1)", "Some(\"a\")", "Option<String>", "assert_eq!(format!(\"{:?}\", f(1)), \"Some(\\\"a\\\")\");"),
+        ("f(1)", "NaN", "f64", "assert_eq!(format!(\"{:?}\", f(1)), \"NaN\");"),
+        ("f(1)", "Ok(2)", "Result<u8, E>", "assert_eq!(format!(\"{:?}\", f(1)), \"Ok(2)\");"),
+    ];
+    for (call, debug, ty, expected) in cases {
+        assert_eq!(rust_assertion(call, debug, ty), expected, "{ty}");
+    }
+}
+
+#[test]
+fn schemata_switch_each_mutant_at_run_time() {
+    let text = "fn g() {}\nfn f(a: u32, b: bool) -> u32 {\n    if a < 3 && b { a + 1 } else { match a { 0 => 1, _ => a } }\n}\n";
+    let tree = tree(Lang::Rust, text);
+    let start = text.find("fn f").unwrap();
+    let (out, mutants) = schemata(Lang::Rust, tree.root_node(), text, start..text.len() - 1, &BTreeSet::new(), 20);
+    let whats: Vec<&str> = mutants.iter().map(|mutant| mutant.what.as_str()).collect();
+    assert_eq!(
+        whats,
+        [
+            "`&&` → `||`",
+            "`<` → `<=`",
+            "`3` → `4`",
+            "`3` → `2`",
+            "`+` → `-`",
+            "`1` → `2`",
+            "`1` → `0`",
+            "`1` → `2`",
+            "`1` → `0`",
+            "an early return of the default value"
+        ]
+    );
+    assert!(out.starts_with("fn g() {}\n#[allow(warnings, clippy::all)]\nfn f(a: u32, b: bool) -> u32 { if "), "{out}");
+    assert!(out.contains("0 => "), "the pattern is not mutated: {out}");
+    // Lines in the new text (the attribute is one more line above the function).
+    let lines: Vec<usize> = mutants.iter().map(|mutant| mutant.line).collect();
+    assert_eq!(lines, [3, 3, 3, 3, 3, 3, 3, 3, 3, 2]);
+    // The output still parses, and a skipped mutant is gone.
+    assert!(!crate::parse::text(Lang::Rust, &out).unwrap().root_node().has_error(), "{out}");
+    let skip: BTreeSet<usize> = [1, 10_000].into();
+    let (out, mutants) = schemata(Lang::Rust, tree.root_node(), text, start..text.len() - 1, &skip, 20);
+    assert_eq!(mutants.len(), 8);
+    assert!(!out.contains("Ok(\"1\")") && !out.contains("Default::default"), "{out}");
+    let ts = "export function f(a: number): boolean {\n  return a === 2 || a > 7;\n}\n";
+    let tree = self::tree(Lang::TypeScript, ts);
+    let (out, mutants) = schemata(Lang::TypeScript, tree.root_node(), ts, 7..ts.len() - 1, &BTreeSet::new(), 20);
+    assert_eq!(mutants.len(), 7, "{mutants:?}");
+    assert!(!crate::parse::text(Lang::TypeScript, &out).unwrap().root_node().has_error(), "{out}");
+}
+
+#[test]
+fn side_effects_table() {
+    let cases = [
+        (Lang::Rust, "fn f() -> String { std::fs::read_to_string(\"a\").unwrap() }", Some("it reads or writes files")),
+        (Lang::Rust, "fn f() -> String { std::env::var(\"A\").unwrap() }", Some("it reads the environment")),
+        (Lang::Rust, "/// Does not touch std::fs.\nfn f(a: u32) -> u32 { a }", None),
+        (Lang::TypeScript, "function f() { return fetch(\"x\"); }", Some("it uses the network")),
+        (Lang::TypeScript, "function f(a: number) { return a + 1; }", None),
+    ];
+    for (lang, text, expected) in cases {
+        assert_eq!(side_effect(lang, text), expected, "{text}");
+    }
+    let text = "fn f(a: u32) -> u32 { g(a) }\nfn g(a: u32) -> u32 { std::process::exit(1) }\n";
+    let tree = tree(Lang::Rust, text);
+    let callees = with_callees(tree.root_node(), text, 0..text.find('\n').unwrap());
+    assert_eq!(side_effect(Lang::Rust, &callees), Some("it spawns processes"));
+}
+
+#[test]
+fn inputs_that_kill_mutants_first() {
+    let input = |call: &str, value: &str, kills: &[usize]| Input {
+        call: call.to_owned(),
+        value: value.to_owned(),
+        kills: kills.iter().copied().collect(),
+    };
+    let inputs = [
+        input("(0)", "0", &[]),
+        input("(1)", "1", &[1]),
+        input("(2)", "2", &[1, 2]),
+        input("(3)", "2", &[]),
+        input("(4)", "5", &[3]),
+    ];
+    assert_eq!(choose(&inputs, 10), [0, 1, 2, 4]);
+    assert_eq!(choose(&inputs, 1), [2]);
+}

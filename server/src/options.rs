@@ -1,0 +1,30 @@
+//! Command-line options shared by several subcommands (the task commands and the MCP server), declared once
+//! and flattened into each.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// The options `fix`, `tests`, `regex` and `mcp` share: the model, and how a task samples and checks.
+#[derive(Args, Debug, Clone)]
+pub struct TaskOptions {
+    /// A GGUF model (default: SPARK_MODEL, then the installed default model).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Samples a task tries (greedy first, then sampled).
+    #[arg(long, default_value_t = 4)]
+    pub samples: usize,
+    /// Time budget of a task's sampling (in MCP, a call's `deadline_ms` may cut it shorter).
+    #[arg(long, default_value_t = 20_000)]
+    pub budget_ms: u64,
+    /// Time limit of one execution check (with --run; in MCP, `run: true` or `compile: true`).
+    #[arg(long, default_value_t = 60_000)]
+    pub run_timeout_ms: u64,
+    /// The strong tier, tried when nothing from the model verified: a model name
+    /// (scripts/install-model.sh --list) or a GGUF path; "auto": the largest installed Qwen2.5-Coder that is not
+    /// the model; "none": no strong tier.
+    #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
+    pub strong_model: String,
+}
