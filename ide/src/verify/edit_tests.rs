@@ -44,10 +44,10 @@ fn tests_that_call_what_the_file_does_not_have_are_refused() {
         None
     );
     assert_eq!(calls("test(\"c\", () => {\n  const f = (g: any) => g(1);\n  expect(Number(f(compose)));\n});"), None);
-    let unknown_enum = "test(\"c\", () => {\n  assert.equal(compose(NetworkMode.OPEN), false);\n});";
-    assert_eq!(calls(unknown_enum), Some("NetworkMode".to_owned()));
-    let framework = "test(\"c\", () => {\n  assert.equal(compose(test.networkMode), false);\n});";
-    assert_eq!(calls(framework), Some("test.networkMode".to_owned()));
+    let unknown_enum = "test(\"c\", () => {\n  assert.equal(compose(RetryPolicy.OPEN), false);\n});";
+    assert_eq!(calls(unknown_enum), Some("RetryPolicy".to_owned()));
+    let framework = "test(\"c\", () => {\n  assert.equal(compose(test.retryPolicy), false);\n});";
+    assert_eq!(calls(framework), Some("test.retryPolicy".to_owned()));
     assert_eq!(calls("test.skip(\"c\", () => {\n  assert.equal(compose(), 1);\n});"), None);
     let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(compose(x, Math.PI), { x });\n});";
     assert_eq!(calls(locals), None);

@@ -263,7 +263,7 @@ pub(super) const RUST_KEYWORDS: &[&str] = &[
 pub(super) const RUST_GLOBAL_CALLS: &[&str] = &["Some", "Ok", "Err", "drop", "Box", "Vec", "String"];
 
 /// The first function `test_code` calls by a bare name (`add(2, 3)`, not `x.add()` or `m::add()`), or in
-/// TypeScript the first name it reads at all (`NetworkMode.OPEN`), that `file_text` (the test file with the tests
+/// TypeScript the first name it reads at all (`RetryPolicy.OPEN`), that `file_text` (the test file with the tests
 /// in it) neither declares nor names in an import, and that is not a global or a prelude function; `None` when
 /// every name resolves (or the code does not parse).
 pub(super) fn unknown_callee(lang: Lang, file_text: &str, test_code: &str, tree: &Tree) -> Option<String> {
@@ -276,7 +276,7 @@ pub(super) fn unknown_callee(lang: Lang, file_text: &str, test_code: &str, tree:
         if lang != Lang::Rust && node.kind() == "identifier" {
             if let Some(name) = test_code.get(node.byte_range()) {
                 callees.push(name);
-                // The framework's `test` read as a value (`test.networkMode`, `f(test)`): a model that mistook it
+                // The framework's `test` read as a value (`test.retryPolicy`, `f(test)`): a model that mistook it
                 // for the code under test. Only its modifiers are members.
                 let parent = node.parent();
                 let as_value = parent.is_some_and(|parent| match parent.kind() {
