@@ -41,11 +41,12 @@ fn main() -> Result<()> {
             "--tables" => {
                 // The tables again from a report's JSON: what the README and docs quote is made by this, not typed.
                 let path = args.next().context("--tables needs a report JSON, e.g. target/eval/report.json")?;
+                let short = args.next().as_deref() == Some("--summary");
                 let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
                 let value: serde_json::Value =
                     serde_json::from_str(&text).with_context(|| format!("parsing {path}"))?;
                 for run in report::from_json(&value)? {
-                    println!("{}", report::markdown(&run));
+                    println!("{}", if short { report::summary(&run) } else { report::markdown(&run) });
                 }
                 return Ok(());
             }

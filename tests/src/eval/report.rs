@@ -460,14 +460,17 @@ pub fn summary(run: &Run) -> String {
         ));
         if row.pauses > 0 {
             out.push_str(&format!(
-                "| ghost text, each pause (within 2 s) | {} | {} | {} pauses | {} | **{}** | {} / {} to visible |\n",
+                "| ghost text, each pause (within 2 s) | {} | {} | {} pauses | {} | **{}** | {} |\n",
                 row.lang.name(),
                 row.split.name(),
                 row.pauses,
                 pct(row.pauses_right, row.pauses),
                 pct(row.pauses_shown - row.pauses_right, row.pauses),
-                row.pause_p50_ms,
-                row.pause_p95_ms
+                if row.pauses_shown == 0 {
+                    "nothing visible".to_owned()
+                } else {
+                    format!("{} / {} to visible", row.pause_p50_ms, row.pause_p95_ms)
+                }
             ));
         }
     }

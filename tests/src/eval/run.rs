@@ -556,7 +556,7 @@ fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, ru
     let mut pending: Option<i64> = None;
     while typed < chars.len() {
         let burst = (2 + rng.below(5)).min(chars.len() - typed);
-        for _ in 0..burst {
+        for key in 0..burst {
             let cursor = case.start + chars[..typed].iter().map(|ch| ch.len_utf8()).sum::<usize>();
             document.insert(cursor, chars[typed]);
             typed += 1;
@@ -566,7 +566,9 @@ fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, ru
             server.set_text(&uri, language_id, &document)?;
             let (line, character) = drive::position(&document, cursor + chars[typed - 1].len_utf8());
             pending = Some(server.send_inline(&uri, line, character)?);
-            if typed < chars.len() {
+            // Between keys of the burst (the answers to these requests are not awaited: the next key cancels
+            // them); after its last key the pause begins and that request's answer is the one that counts.
+            if key + 1 < burst {
                 server.idle(KEY_INTERVAL)?;
             }
         }
