@@ -282,6 +282,14 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
                 log(&format!("ghost {}: harness error, span skipped: {error:#}", case.id));
             }
         }
+        // A fresh server for the pauses: the keystroke replay's answers (the suggestion cache, the warm KV cache)
+        // are not left for them.
+        server.shutdown();
+        server = Server::start(
+            options.model.as_deref(),
+            &options.settings,
+            logs.join(format!("spark-lsp-{file_label}-pauses.log")),
+        )?;
         for (idx, case) in ghost.iter().enumerate() {
             log(&format!("ghost in bursts {}/{}: {} {}", idx + 1, ghost.len(), case.file, case.span));
             if let Err(error) = ghost_pause_case(&mut server, package(&case.package)?, case, &mut run) {
