@@ -246,7 +246,11 @@ pub fn run(inputs: &Inputs, options: &Options, log: &mut dyn FnMut(&str)) -> Res
         options.label.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' { ch } else { '-' }).collect();
     let mut run = Run {
         label: options.label.clone(),
-        model: options.model.as_ref().map(|model| model.display().to_string()).unwrap_or_else(|| "default".into()),
+        model: options.model.as_ref().map(|model| model.display().to_string()).unwrap_or_else(|| {
+            let default = spark_engine::default_model_path();
+            let name = default.as_ref().and_then(|path| path.file_name()).map(|name| name.to_string_lossy());
+            format!("{} (the default)", name.unwrap_or_default())
+        }),
         machine: machine(),
         date: today(),
         ..Default::default()
