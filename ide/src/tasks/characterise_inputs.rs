@@ -171,23 +171,15 @@ pub fn split_arguments(inner: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
+    let mut literal = crate::verify::edit::Literal::default();
     for (at, ch) in inner.char_indices() {
-        if let Some(open) = quote {
-            if escaped {
-                escaped = false;
-            } else if ch == '\\' {
-                escaped = true;
-            } else if ch == open {
-                quote = None;
-            }
+        if literal.skips(ch) {
             continue;
         }
         match ch {
-            '"' | '`' => quote = Some(ch),
+            '"' | '`' => literal.open(ch),
             '\'' if inner[at + 1..].chars().nth(1) == Some('\'') || inner[at + 1..].starts_with('\\') => {
-                quote = Some(ch)
+                literal.open(ch)
             }
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' => depth -= 1,

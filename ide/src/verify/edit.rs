@@ -448,6 +448,33 @@ pub(super) fn squash(text: &str) -> String {
     text.chars().filter(|ch| !ch.is_whitespace()).collect()
 }
 
+/// A left-to-right scan's string literal: [`Literal::skips`] says whether a character belongs to one opened
+/// earlier (its closing quote included, escapes honoured); the scan opens one with [`Literal::open`].
+#[derive(Default)]
+pub(crate) struct Literal {
+    quote: Option<char>,
+    escaped: bool,
+}
+
+impl Literal {
+    pub(crate) fn open(&mut self, quote: char) {
+        self.quote = Some(quote);
+    }
+
+    /// Whether `ch` is inside a literal (to be skipped by the scan); the literal ends at its quote.
+    pub(crate) fn skips(&mut self, ch: char) -> bool {
+        let Some(open) = self.quote else { return false };
+        if self.escaped {
+            self.escaped = false;
+        } else if ch == '\\' {
+            self.escaped = true;
+        } else if ch == open {
+            self.quote = None;
+        }
+        true
+    }
+}
+
 /// The number of arguments of every call `name(…)` in `code` (not method calls `x.name(…)`): top-level
 /// commas counted with brackets and string literals skipped.
 pub fn call_arities(code: &str, name: &str) -> Vec<usize> {
@@ -464,22 +491,14 @@ pub fn call_arities(code: &str, name: &str) -> Vec<usize> {
         let mut depth = 0usize;
         let mut commas = 0;
         let mut any = false;
-        let mut quote: Option<char> = None;
-        let mut escaped = false;
+        let mut literal = Literal::default();
         for ch in code[from..].chars() {
-            if let Some(open) = quote {
-                if escaped {
-                    escaped = false;
-                } else if ch == '\\' {
-                    escaped = true;
-                } else if ch == open {
-                    quote = None;
-                }
+            if literal.skips(ch) {
                 continue;
             }
             match ch {
                 '"' | '`' => {
-                    quote = Some(ch);
+                    literal.open(ch);
                     any = true;
                 }
                 '(' | '[' | '{' => {

@@ -258,51 +258,8 @@ impl CharKind {
                 "identifier",
                 "word",
             ],
-            CharKind::Lower => &[
-                "letter",
-                "lowercase",
-                "lower",
-                "alpha",
-                "case",
-                "hex",
-                "word",
-                "name",
-                "identifier",
-                "text",
-                "character",
-                "string",
-                "any",
-                "non-",
-                "other",
-                "a-z",
-                "domain",
-                "label",
-                "path",
-                "url",
-            ],
-            CharKind::Upper => &[
-                "letter",
-                "uppercase",
-                "upper",
-                "capital",
-                "alpha",
-                "case",
-                "hex",
-                "word",
-                "name",
-                "identifier",
-                "text",
-                "character",
-                "string",
-                "any",
-                "non-",
-                "other",
-                "a-z",
-                "domain",
-                "label",
-                "path",
-                "url",
-            ],
+            CharKind::Lower => &["letter", "lowercase", "lower"],
+            CharKind::Upper => &["letter", "uppercase", "upper", "capital"],
             CharKind::Space => &[
                 "space",
                 "blank",
@@ -323,8 +280,30 @@ impl CharKind {
     }
 }
 
+/// Words of a description that admit letters of either case (besides each case's own words).
+const LETTER_WORDS: &[&str] = &[
+    "alpha",
+    "case",
+    "hex",
+    "word",
+    "name",
+    "identifier",
+    "text",
+    "character",
+    "string",
+    "any",
+    "non-",
+    "other",
+    "a-z",
+    "domain",
+    "label",
+    "path",
+    "url",
+];
+
 fn admits(description: &str, kind: CharKind) -> bool {
-    kind.named_by().iter().any(|word| description.contains(word))
+    let letter = matches!(kind, CharKind::Lower | CharKind::Upper);
+    kind.named_by().iter().chain(if letter { LETTER_WORDS } else { &[] }).any(|word| description.contains(word))
 }
 
 /// The description names the examples themselves (`AM or PM`, `true or false`): a pattern that lists them is
