@@ -708,14 +708,17 @@ fn spark_never_runs_commands_or_writes_files() {
                 // The server runs only its own binary: main.rs re-executes itself once, to set OMP_WAIT_POLICY
                 // before libgomp loads, and verify/regex.rs starts it as a regex worker (`__regex-worker`, the path
                 // main.rs registers) so that a backtracking match can be killed at its time limit. Only there.
-                // tasks/characterise.rs names the APIs it refuses to run a function over, in a table of strings.
+                // tasks/characterise_inputs.rs names the APIs it refuses to run a function over, in a table of
+                // strings.
                 let is_self_exec = |line: &str| {
                     (path.ends_with("server/src/main.rs")
                         && (line.contains("CommandExt")
                             || line.contains("Command::new(exe)")
                             || line.contains("process::Command::new(exe)")))
                         || (path.ends_with("ide/src/verify/regex.rs") && line.contains("Command::new(exe)"))
-                        || (path.ends_with("ide/src/tasks/characterise.rs") && line.trim_start().starts_with("(\""))
+                        || ((path.ends_with("ide/src/tasks/characterise.rs")
+                            || path.ends_with("ide/src/tasks/characterise_inputs.rs"))
+                            && line.trim_start().starts_with("(\""))
                 };
                 for (line_idx, line) in non_test.lines().enumerate().filter(|(_, line)| !is_self_exec(line)) {
                     if line.trim_start().starts_with("//") {
