@@ -239,21 +239,11 @@ impl Drop for Engine {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::postprocess::StopMode;
 
-    fn ghost(lane: u64, prefix: &str) -> CompletionRequest {
-        CompletionRequest {
-            lane,
-            prefix: prefix.to_owned(),
-            max_tokens: 8,
-            max_lines: 4,
-            deadline: Instant::now() + Duration::from_secs(10),
-            ..Default::default()
-        }
-    }
+    use crate::request::test_ghost as ghost;
 
     #[tokio::test]
     async fn a_prefetched_answer_serves_the_accepted_state_without_a_model_call() {

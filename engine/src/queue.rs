@@ -97,7 +97,6 @@ pub(crate) fn empty(stop: StopReason) -> Completion {
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
-    use std::time::Duration;
 
     use super::*;
     use crate::session::fake::FakeModel;
@@ -105,15 +104,7 @@ mod tests {
 
     fn job(lane: u64, prefix: &str) -> (Job, oneshot::Receiver<Result<Completion, EngineError>>) {
         let (reply, answer) = oneshot::channel();
-        let request = CompletionRequest {
-            lane,
-            prefix: prefix.to_owned(),
-            max_tokens: 8,
-            max_lines: 4,
-            deadline: Instant::now() + Duration::from_secs(10),
-            ..Default::default()
-        };
-        (Job { request, queued_at: Instant::now(), reply }, answer)
+        (Job { request: crate::request::test_ghost(lane, prefix), queued_at: Instant::now(), reply }, answer)
     }
 
     #[test]

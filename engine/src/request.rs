@@ -139,3 +139,16 @@ pub struct Completion {
     pub stop: StopReason,
     pub stats: CompletionStats,
 }
+
+/// A small ghost-text request for the engine's own unit tests (queue and handle): 8 tokens, 4 lines, 10 s.
+#[cfg(test)]
+pub(crate) fn test_ghost(lane: u64, prefix: &str) -> CompletionRequest {
+    CompletionRequest {
+        lane,
+        prefix: prefix.to_owned(),
+        max_tokens: 8,
+        max_lines: 4,
+        deadline: std::time::Instant::now() + std::time::Duration::from_secs(10),
+        ..Default::default()
+    }
+}
