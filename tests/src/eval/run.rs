@@ -563,20 +563,20 @@ fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, ru
     let mut document = format!("{}{}", &real[..case.start], &real[case.start + case.span.len()..]);
     server.set_text(&uri, language_id, &document)?;
     let mut rng = super::Rng::new(u64::from_str_radix(&super::fingerprint(&[&case.id]), 16).unwrap_or(0));
-    let chars: Vec<char> = case.span.chars().collect();
+    // Bytes of the span typed so far (the cursor is at `case.start + typed`).
     let mut typed = 0;
     let mut pending: Option<i64> = None;
-    while typed < chars.len() {
-        let burst = (2 + rng.below(5)).min(chars.len() - typed);
+    while typed < case.span.len() {
+        let burst = (2 + rng.below(5)).min(case.span[typed..].chars().count());
         for key in 0..burst {
-            let cursor = case.start + chars[..typed].iter().map(|ch| ch.len_utf8()).sum::<usize>();
-            document.insert(cursor, chars[typed]);
-            typed += 1;
+            let ch = case.span[typed..].chars().next().expect("not at the end");
+            document.insert(case.start + typed, ch);
+            typed += ch.len_utf8();
             if let Some(id) = pending.take() {
                 server.cancel(id)?;
             }
             server.set_text(&uri, language_id, &document)?;
-            let (line, character) = drive::position(&document, cursor + chars[typed - 1].len_utf8());
+            let (line, character) = drive::position(&document, case.start + typed);
             pending = Some(server.send_inline(&uri, line, character)?);
             // Between keys of the burst (the answers to these requests are not awaited: the next key cancels
             // them); after its last key the pause begins and that request's answer is the one that counts.
@@ -584,12 +584,12 @@ fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, ru
                 server.idle(KEY_INTERVAL)?;
             }
         }
-        if typed == chars.len() {
+        if typed == case.span.len() {
             break;
         }
         // The pause: the line's rest is what a right suggestion shows.
-        let rest: String = chars[typed..].iter().collect();
-        let cursor = case.start + chars[..typed].iter().map(|ch| ch.len_utf8()).sum::<usize>();
+        let rest = &case.span[typed..];
+        let cursor = case.start + typed;
         let position = drive::position(&document, cursor);
         let started = std::time::Instant::now();
         let id = pending.take().expect("a request at the burst's last keystroke");
@@ -602,7 +602,7 @@ fn ghost_pause_case(server: &mut Server, package: &Package, case: &GhostCase, ru
             case: case.id.clone(),
             burst,
             shown: check::first_visible_line(&suggestion).to_owned(),
-            correct: check::ghost_line_is_correct(&rest, &suggestion),
+            correct: check::ghost_line_is_correct(rest, &suggestion),
             ms,
         });
         // The rest of the pause, so that the next burst starts after it as the user's would.
