@@ -21,7 +21,8 @@
 //! each `--model PATH`; `--only-speculation` runs the speculation rows alone, on two prompts.
 //!
 //! `--pause` runs the pause rows instead (`bench_pause.rs`: the time from the last key of a burst to visible ghost
-//! text, on a cold file and after switching files, with `inline.notifyReady` on and off; `--places N` per file).
+//! text, on a cold file and after switching files, with `inline.notifyReady` off, on, and on with the confidence gate
+//! open; `--places N` per file, `--after-only` without the notifyReady-off rows).
 //!
 //! Flags: `--quick` (the two default-reuse rows only), `--rate N` (chars/s), `--chars N` (characters typed per
 //! file), `--busy-core` (adds rows with one core taken by another process, with passive and spinning OpenMP
@@ -501,17 +502,24 @@ fn plot(rows: &[Row], path: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// The pause rows (`--pause`), side by side in one run; writes target/bench/spark-bench-pause.json.
-fn pause_main(per_file: usize) -> anyhow::Result<()> {
+/// `after_only` leaves out the rows of the server before issue 33 (notifyReady off: ~7 minutes of waiting).
+fn pause_main(per_file: usize, after_only: bool) -> anyhow::Result<()> {
+    use bench_pause::Setup;
     let files = bench_pause::corpus_files()?;
     let mut rows = Vec::new();
-    for notify_ready in [false, true] {
-        eprintln!("spark-bench: pause rows, notifyReady {notify_ready} …");
-        rows.push(bench_pause::cold_pauses(&files, per_file, notify_ready)?);
-        rows.push(bench_pause::switches(&files, 2 * per_file, notify_ready)?);
+    let before = Setup { notify_ready: false, gate_open: false };
+    let after = Setup { notify_ready: true, gate_open: false };
+    let delivery = Setup { notify_ready: true, gate_open: true };
+    let setups = if after_only { vec![after, delivery] } else { vec![before, after, delivery] };
+    for setup in setups {
+        eprintln!("spark-bench: pause rows, notifyReady {}, gate open {} …", setup.notify_ready, setup.gate_open);
+        rows.push(bench_pause::cold_pauses(&files, per_file, setup)?);
+        rows.push(bench_pause::switches(&files, 2 * per_file, setup)?);
     }
     println!(
         "last key of a burst (8-12 characters at 80 ms; 3 after a switch) → ghost text over stdio, default model and \
-         settings, {} places in each of {} (evaluation corpus); percentiles over every place, nothing shown = none",
+         settings, {} places in each of {} (evaluation corpus); percentiles over every place (nothing shown = none) \
+         and over the places shown",
         per_file,
         files.iter().map(|file| file.name.as_str()).collect::<Vec<_>>().join(" and ")
     );
@@ -536,7 +544,7 @@ fn main() -> anyhow::Result<()> {
     }
     if args.iter().any(|arg| arg == "--pause") {
         let per_file: usize = flag_value("--places").map(|value| value.parse()).transpose()?.unwrap_or(10);
-        return pause_main(per_file);
+        return pause_main(per_file, args.iter().any(|arg| arg == "--after-only"));
     }
     let quick = args.iter().any(|arg| arg == "--quick");
     let rate: f64 = flag_value("--rate").map(|value| value.parse()).transpose()?.unwrap_or(15.0);
