@@ -140,6 +140,8 @@ local function run()
     -- The default model rates its guess after `let y = max(` at 0.17, under the default inline.minConfidence (0.25):
     -- the gate is opened, the test is about Neovim showing and accepting ghost text.
     inline = { deadlineMs = 8000, minConfidence = 0 },
+    -- Every server section reaches the server, not only model/inline/nextEdit (checked in spark/status below).
+    verify = { timeoutMs = 45000 },
   })
   check(not builtin or vim.lsp.inline_completion ~= nil, "vim.lsp.inline_completion is missing")
   log(string.format("nvim %d.%d.%d, %s ghost text", version.major, version.minor, version.patch,
@@ -159,6 +161,8 @@ local function run()
     return answer.state == "ready" and answer or nil
   end)
   check(type(status.model) == "table" and status.model.path ~= "", "status has no model: " .. vim.inspect(status))
+  check(type(status.verify) == "table" and status.verify.timeoutMs == 45000,
+    "the verify settings did not reach the server: " .. vim.inspect(status.verify))
   log("status: " .. vim.inspect(status))
 
   -- A new line in main(), after `println!`, where the model has something to continue.

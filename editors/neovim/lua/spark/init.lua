@@ -23,6 +23,13 @@ local defaults = {
   inline = {},
   -- nextEdit = { enabled = true }; `notify = true` is always sent, so that the server pushes the hints.
   nextEdit = {},
+  -- The other server settings (editors/README.md), sent as given when set:
+  -- remote = { url = "...", model = "...", apiKeyEnv = "..." }, context = {...}, verify = { compile = true },
+  -- tasks = { strongModel = "auto" }.
+  remote = nil,
+  context = nil,
+  verify = nil,
+  tasks = nil,
   ghost_text = {
     enabled = true,
     -- Milliseconds of typing pause before a request (own renderer only; the built-in one waits 200 ms).
@@ -453,6 +460,10 @@ local function options()
     -- and this plugin asks for it again (see on_ready).
     inline = vim.tbl_extend("force", { notifyReady = true }, M.config.inline or {}),
     nextEdit = vim.tbl_extend("force", { notify = true }, M.config.nextEdit or {}),
+    remote = M.config.remote,
+    context = M.config.context,
+    verify = M.config.verify,
+    tasks = M.config.tasks,
   }
 end
 
