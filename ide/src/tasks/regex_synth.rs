@@ -308,6 +308,16 @@ fn render(runs: &[Result<Vec<String>, char>], widen: &Widen, numbers: &[usize], 
     let mut decided = true;
     let mut guesses_kinds = false;
     let mut classes = Vec::new();
+    // A run length the description states as a range of characters (`2 to 5 uppercase letters`) belongs to the
+    // only run whose lengths all lie in it: its repetition is that range, whatever lengths the examples show.
+    let length_range = stated_length_range(description);
+    let in_range = |position: &Result<Vec<String>, char>| match (position, length_range) {
+        (Ok(texts), Some((low, high))) => texts.iter().all(|text| (low..=high).contains(&text.len())),
+        _ => false,
+    };
+    let fitting: Vec<usize> =
+        runs.iter().enumerate().filter(|(_, position)| in_range(position)).map(|(idx, _)| idx).collect();
+    let ranged_run = (fitting.len() == 1).then(|| fitting[0]);
     let mixed_named = widen.hex
         || mentions(description, &["alphanumeric"])
         || (mentions(description, &["letter"]) && mentions(description, &["digit"]));
@@ -341,7 +351,11 @@ fn render(runs: &[Result<Vec<String>, char>], widen: &Widen, numbers: &[usize], 
         let (min, max) = (*lengths.iter().min().unwrap_or(&1), *lengths.iter().max().unwrap_or(&1));
         let is_run = |at: Option<&Result<Vec<String>, char>>| matches!(at, Some(Ok(_)));
         let beside_other_run = is_run(idx.checked_sub(1).and_then(|at| runs.get(at))) || is_run(runs.get(idx + 1));
-        if min != max {
+        if let (Some((low, high)), true) = (length_range, ranged_run == Some(idx)) {
+            let quantifier = if low == high { format!("{{{low}}}") } else { format!("{{{low},{high}}}") };
+            fixed.push_str(&format!("{class}{quantifier}"));
+            open.push_str(&format!("{class}{quantifier}"));
+        } else if min != max {
             let bounded = stated_range(description).filter(|(low, high)| *low <= min && max <= *high);
             let quantifier = match bounded {
                 Some((low, high)) => format!("{{{low},{high}}}"),
@@ -404,6 +418,22 @@ fn stated_range(description: &str) -> Option<(usize, usize)> {
     (ranges.len() == 1).then(|| ranges[0])
 }
 
+/// `N to M` followed by what it counts, when that is characters (`2 to 5 uppercase letters`, `7 to 40
+/// hexadecimal characters`) and the description states exactly one such range: a length, not a value.
+fn stated_length_range(description: &str) -> Option<(usize, usize)> {
+    const COUNTED: [&str; 9] =
+        ["letter", "digit", "character", "char", "uppercase", "lowercase", "hex", "hexadecimal", "alphanumeric"];
+    let words: Vec<&str> = description.split(|ch: char| ch.is_whitespace() || ch == ',').collect();
+    let ranges: Vec<(usize, usize)> = words
+        .windows(4)
+        .filter(|window| window[1] == "to")
+        .filter(|window| COUNTED.iter().any(|counted| window[3].starts_with(counted)))
+        .filter_map(|window| Some((window[0].parse().ok()?, window[2].parse().ok()?)))
+        .filter(|(low, high)| low <= high && *low > 0)
+        .collect();
+    (ranges.len() == 1).then(|| ranges[0])
+}
+
 /// Examples that are runs joined by one separator, some more than others (`a-b-c`, `my-post`; `/usr/bin`,
 /// `/etc`): the run repeated after the separator.
 fn repeated(tokens: &[Vec<Token>], widen: &Widen) -> Option<String> {
@@ -460,7 +490,7 @@ mod tests {
     /// (description, examples, the patterns synthesised and whether they are decided, or the reason for none).
     #[test]
     fn synthesis_table() {
-        let cases: [Case; 11] = [
+        let cases: [Case; 13] = [
             (
                 "a calendar date year-month-day",
                 &["2031-05-17", "1987-11-02"],
@@ -494,6 +524,9 @@ mod tests {
                 &["red-fox", "big-blue-sky"],
                 Ok((&[r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"], true)),
             ),
+            // A stated range of lengths is the run's repetition, even where the examples share one length.
+            ("a code of 2 to 5 uppercase letters", &["ABC", "XYZ"], Ok((&[r"^[A-Z]{2,5}$"], true))),
+            ("an id: a k then 3 to 6 digits", &["k1234", "k9876"], Ok((&[r"^k[0-9]{3,6}$"], true))),
             ("a count from 1 to 9", &["3", "8"], Err("constrains values")),
             ("a score with an optional plus sign", &["12", "40"], Err("constrains values")),
             ("a price with a $ sign", &["12", "40"], Err("no example shows")),
