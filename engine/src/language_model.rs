@@ -48,6 +48,12 @@ pub trait LanguageModel {
     }
     /// Chooses how `sample` picks tokens from now on.
     fn set_sampling(&mut self, sampling: Sampling);
+    /// Constrains `sample` to a GBNF grammar (start rule `root`) from its fresh start, or lifts the constraint
+    /// (`None`). Returns whether the backend applies it: one that cannot leaves sampling as it is (`Ok(false)`);
+    /// a grammar llama.cpp cannot parse is an error.
+    fn set_grammar(&mut self, grammar: Option<&str>) -> Result<bool, EngineError> {
+        Ok(grammar.is_none())
+    }
     /// Tokens in the vocabulary (ids `0..n_vocab`, each with its `piece`); 0 when the backend cannot restrict a
     /// choice to some of them ([`LanguageModel::sample_among`]), which turns token healing off.
     fn n_vocab(&self) -> usize {

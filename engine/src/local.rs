@@ -12,6 +12,8 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::error::EngineError;
@@ -131,6 +133,10 @@ pub struct LlamaLm<'m> {
     batch_capacity: usize,
     sampler: LlamaSampler,
     sampling: Sampling,
+    /// The request's GBNF grammar, kept apart from `sampler`: it is checked against the token `sampler` picks,
+    /// and masks the whole vocabulary only when that token breaks it (as llama.cpp's own common sampler does),
+    /// since masking 150k tokens costs more than a step of the model.
+    grammar: Option<LlamaSampler>,
     last_logits_idx: i32,
     /// Positions of one sequence.
     n_ctx: usize,
@@ -176,6 +182,7 @@ impl<'m> LlamaLm<'m> {
             batch_capacity,
             sampler: LlamaSampler::greedy(),
             sampling: Sampling::default(),
+            grammar: None,
             last_logits_idx: 0,
         })
     }
@@ -295,20 +302,44 @@ impl LanguageModel for LlamaLm<'_> {
             return;
         }
         self.sampling = sampling;
-        self.sampler = if sampling.temperature <= 0.0 {
-            LlamaSampler::greedy()
-        } else {
-            LlamaSampler::chain_simple([
-                LlamaSampler::top_k(40),
-                LlamaSampler::top_p(0.95, 1),
-                LlamaSampler::temp(sampling.temperature),
-                LlamaSampler::dist(sampling.seed),
-            ])
+        self.sampler = sampler_for(sampling);
+    }
+
+    fn set_grammar(&mut self, grammar: Option<&str>) -> Result<bool, EngineError> {
+        // A new grammar sampler for every request: its state follows the tokens sampled so far.
+        self.grammar = match grammar {
+            Some(grammar) => Some(
+                LlamaSampler::grammar(self.model, grammar, "root")
+                    .map_err(|error| EngineError::Decode(format!("the grammar was refused: {error}")))?,
+            ),
+            None => None,
         };
+        Ok(true)
     }
 
     fn sample(&mut self) -> Token {
-        self.sampler.sample(&self.context, self.last_logits_idx).0
+        let Some(grammar) = self.grammar.as_mut() else {
+            return self.sampler.sample(&self.context, self.last_logits_idx).0;
+        };
+        let mut candidates = self.context.token_data_array_ith(self.last_logits_idx);
+        candidates.apply_sampler(&mut self.sampler);
+        let mut token = candidates.selected_token();
+        let allowed = token.is_some_and(|token| {
+            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+            single.apply_sampler(grammar);
+            single.data.first().is_some_and(|data| data.logit().is_finite())
+        });
+        if !allowed {
+            let mut candidates = self.context.token_data_array_ith(self.last_logits_idx);
+            candidates.apply_sampler(grammar);
+            candidates.apply_sampler(&mut self.sampler);
+            token = candidates.selected_token();
+        }
+        // The sampler always selects one (greedy and dist do); the end of generation is the safe fallback.
+        let token = token.unwrap_or_else(|| self.model.vocab().eos());
+        grammar.accept(token);
+        self.sampler.accept(token);
+        token.0
     }
 
     fn probability(&self, token: Token) -> Option<f32> {
@@ -341,6 +372,20 @@ impl LanguageModel for LlamaLm<'_> {
             .collect();
         let idx = allowed.iter().position(|allowed| *allowed == token)?;
         softmax_of(&among, idx)
+    }
+}
+
+/// The sampler of `sampling`: greedy at temperature zero, else top-k, top-p, temperature and a seeded draw.
+fn sampler_for(sampling: Sampling) -> LlamaSampler {
+    if sampling.temperature <= 0.0 {
+        LlamaSampler::greedy()
+    } else {
+        LlamaSampler::chain_simple([
+            LlamaSampler::top_k(40),
+            LlamaSampler::top_p(0.95, 1),
+            LlamaSampler::temp(sampling.temperature),
+            LlamaSampler::dist(sampling.seed),
+        ])
     }
 }
 

@@ -58,6 +58,11 @@ pub struct CompletionRequest {
     /// without waiting for a pause (there is one) and evaluates its prompt in bigger chunks than other background
     /// work, since someone is waiting for it. Any keystroke still cancels it.
     pub resume: bool,
+    /// A GBNF grammar (llama.cpp's format, start rule `root`) every generated token must keep the answer inside:
+    /// the local model samples only what the grammar allows and ends when it is complete; speculative drafting is
+    /// off for such a request. A backend that cannot constrain its decoding ignores it (the caller checks the
+    /// answer as always).
+    pub grammar: Option<std::sync::Arc<str>>,
 }
 
 impl Default for CompletionRequest {
@@ -82,6 +87,7 @@ impl Default for CompletionRequest {
             speculate: false,
             heal: false,
             resume: false,
+            grammar: None,
         }
     }
 }

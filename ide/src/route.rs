@@ -273,6 +273,10 @@ async fn remote_complete(
     task: Option<&TaskPrompt>,
 ) -> Result<Completion, RemoteError> {
     let started = Instant::now();
+    if request.grammar.is_some() {
+        // No endpoint kind Spark speaks is known to take a GBNF grammar: the answer is checked as any other.
+        tracing::debug!("the remote endpoint decodes without the request's grammar");
+    }
     let mut system = None;
     let (prompt, suffix, stop) = if let Some(task) = task {
         if remote.config().chat {

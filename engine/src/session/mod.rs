@@ -213,9 +213,16 @@ impl<M: LanguageModel> Session<M> {
         };
         let stop_strings: Vec<String> = model_stops.iter().chain(&request.stop_strings).cloned().collect();
         self.model.set_sampling(request.sampling);
-        // Greedy requests are decoded speculatively: the output is the same token for token.
-        let speculate =
-            (self.speculative || request.speculate) && request.sampling.temperature <= 0.0 && self.model.can_verify();
+        let constrained = request.grammar.is_some();
+        if !self.model.set_grammar(request.grammar.as_deref())? {
+            tracing::debug!("this model cannot follow a grammar; the request's grammar is ignored");
+        }
+        // Greedy requests are decoded speculatively: the output is the same token for token. Not under a grammar:
+        // a draft's tokens would pass by the grammar's state.
+        let speculate = (self.speculative || request.speculate)
+            && request.sampling.temperature <= 0.0
+            && !constrained
+            && self.model.can_verify();
         let n_prompt_tokens = stats.n_prompt;
         let n_ctx = self.model.n_ctx();
         let mut lookahead = Lookahead::default();

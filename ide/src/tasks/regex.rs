@@ -193,6 +193,10 @@ const MODEL_SAMPLES: usize = 8;
 /// A pattern is one short line.
 const MODEL_MAX_TOKENS: usize = 40;
 
+/// The syntax every model sample keeps to (GBNF, llama.cpp's grammar format): the subset of regular expressions
+/// the `regex` crate and ECMAScript read alike, after the prompt's `^` and up to the closing `$`.
+pub const REGEX_GRAMMAR: &str = include_str!("regex.gbnf");
+
 /// A candidate that passed every check, with how it treats the probes.
 struct Passed {
     pattern: String,
@@ -320,7 +324,10 @@ pub(super) async fn regex(
             } else {
                 Sampling { temperature: 0.5 + 0.1 * sample_idx as f32, seed: 17 + sample_idx as u32 }
             };
-            let request = task_request(MODEL_MAX_TOKENS, Instant::now() + left, cancel, sampling);
+            let mut request = task_request(MODEL_MAX_TOKENS, Instant::now() + left, cancel, sampling);
+            // Every answer the local model writes is then a pattern's rest after the prompt's `^`, closed by `$`
+            // (remote endpoints ignore it; their answers are checked the same way).
+            request.grammar = Some(REGEX_GRAMMAR.into());
             let generated = generator.generate_task(&task, request).await?;
             tried += 1;
             if generated.completion.stop == StopReason::Deadline {
@@ -400,8 +407,12 @@ fn regex_prompt(lang: Lang, flavor: RegexFlavor, spec: &RegexSpec) -> TaskPrompt
     };
     let quoted =
         |examples: &[String]| examples.iter().map(|example| format!("`{example}`")).collect::<Vec<_>>().join(", ");
+    // What every regex task says comes first and the spec last: the task lane's KV slot keeps the common start
+    // of the previous task's prompt, so only the spec's own tokens are evaluated.
     let mut instruction = format!(
-        "Write a {dialect} regular expression, anchored with ^ and $ so it matches a whole string: {}.",
+        "Write a regular expression, anchored with ^ and $ so it matches a whole string. Cover the whole kind of \
+         string described, not only the examples: use character classes and repetitions, never the examples \
+         themselves.\nDialect: {dialect}.\nDescription: {}.",
         spec.description
     );
     if !spec.positives.is_empty() {
@@ -410,10 +421,6 @@ fn regex_prompt(lang: Lang, flavor: RegexFlavor, spec: &RegexSpec) -> TaskPrompt
     if !spec.negatives.is_empty() {
         instruction.push_str(&format!("\nIt must not match any of: {}.", quoted(&spec.negatives)));
     }
-    instruction.push_str(
-        "\nCover the whole kind of string described, not only these examples: use character classes and \
-         repetitions, never the examples themselves.",
-    );
     TaskPrompt {
         system: "You write regular expressions. Answer with the pattern only, on one line in a code block, nothing \
                  else."

@@ -69,7 +69,7 @@ pub fn synthesise(description: &str, positives: &[String]) -> Result<Vec<Synthes
 }
 
 /// Words that constrain values or say what is excluded: the examples show none of that.
-const CONSTRAINT_WORDS: [&str; 22] = [
+const CONSTRAINT_WORDS: [&str; 23] = [
     " not ",
     "n't ",
     " without ",
@@ -92,6 +92,7 @@ const CONSTRAINT_WORDS: [&str; 22] = [
     " optionally ",
     " either ",
     " inner ",
+    " one of ",
 ];
 
 /// Symbols the description names, as characters or words: every one must appear in some example, else the
@@ -308,6 +309,27 @@ fn render(runs: &[Result<Vec<String>, char>], widen: &Widen, numbers: &[usize], 
     let mut decided = true;
     let mut guesses_kinds = false;
     let mut classes = Vec::new();
+    // A run length the description states as a range of characters (`2 to 5 uppercase letters`, `eight groups of
+    // 1 to 4 hex digits`) is the repetition of the runs whose lengths all lie in it, whatever lengths the
+    // examples show, when those runs are like parts (one class); runs of different classes that all fit leave
+    // open which one the range counts.
+    let length_range = stated_length_range(description);
+    let in_range = |position: &Result<Vec<String>, char>| match (position, length_range) {
+        (Ok(texts), Some((low, high))) => {
+            let literal =
+                texts.iter().all(|text| *text == texts[0]) && standalone(description, &texts[0].to_lowercase());
+            !literal && texts.iter().all(|text| (low..=high).contains(&text.len()))
+        }
+        _ => false,
+    };
+    let class_at = |idx: usize| match &runs[idx] {
+        Ok(texts) => class(&texts.iter().map(String::as_str).collect::<Vec<_>>(), widen),
+        Err(_) => String::new(),
+    };
+    let fitting: Vec<usize> =
+        runs.iter().enumerate().filter(|(_, position)| in_range(position)).map(|(idx, _)| idx).collect();
+    let like_parts = fitting.iter().all(|idx| class_at(*idx) == class_at(fitting[0]));
+    let ranged_runs: Vec<usize> = if like_parts { fitting } else { Vec::new() };
     let mixed_named = widen.hex
         || mentions(description, &["alphanumeric"])
         || (mentions(description, &["letter"]) && mentions(description, &["digit"]));
@@ -341,7 +363,11 @@ fn render(runs: &[Result<Vec<String>, char>], widen: &Widen, numbers: &[usize], 
         let (min, max) = (*lengths.iter().min().unwrap_or(&1), *lengths.iter().max().unwrap_or(&1));
         let is_run = |at: Option<&Result<Vec<String>, char>>| matches!(at, Some(Ok(_)));
         let beside_other_run = is_run(idx.checked_sub(1).and_then(|at| runs.get(at))) || is_run(runs.get(idx + 1));
-        if min != max {
+        if let (Some((low, high)), true) = (length_range, ranged_runs.contains(&idx)) {
+            let quantifier = if low == high { format!("{{{low}}}") } else { format!("{{{low},{high}}}") };
+            fixed.push_str(&format!("{class}{quantifier}"));
+            open.push_str(&format!("{class}{quantifier}"));
+        } else if min != max {
             let bounded = stated_range(description).filter(|(low, high)| *low <= min && max <= *high);
             let quantifier = match bounded {
                 Some((low, high)) => format!("{{{low},{high}}}"),
@@ -356,7 +382,9 @@ fn render(runs: &[Result<Vec<String>, char>], widen: &Widen, numbers: &[usize], 
         } else {
             fixed.push_str(&format!("{class}{{{min}}}"));
             open.push_str(&format!("{class}+"));
-            decided &= numbers.contains(&min);
+            // An end of a stated range is no stated length.
+            let in_stated_range = length_range.is_some_and(|(low, high)| (low..=high).contains(&min));
+            decided &= numbers.contains(&min) && !in_stated_range;
         }
     }
     fixed.push('$');
@@ -400,6 +428,22 @@ fn stated_range(description: &str) -> Option<(usize, usize)> {
         .filter(|window| window[1] == "to")
         .filter_map(|window| Some((window[0].parse().ok()?, window[2].parse().ok()?)))
         .filter(|(low, high)| low <= high)
+        .collect();
+    (ranges.len() == 1).then(|| ranges[0])
+}
+
+/// `N to M` followed by what it counts, when that is characters (`2 to 5 uppercase letters`, `7 to 40
+/// hexadecimal characters`) and the description states exactly one such range: a length, not a value.
+fn stated_length_range(description: &str) -> Option<(usize, usize)> {
+    const COUNTED: [&str; 9] =
+        ["letter", "digit", "character", "char", "uppercase", "lowercase", "hex", "hexadecimal", "alphanumeric"];
+    let words: Vec<&str> = description.split(|ch: char| ch.is_whitespace() || ch == ',').collect();
+    let ranges: Vec<(usize, usize)> = words
+        .windows(4)
+        .filter(|window| window[1] == "to")
+        .filter(|window| COUNTED.iter().any(|counted| window[3].starts_with(counted)))
+        .filter_map(|window| Some((window[0].parse().ok()?, window[2].parse().ok()?)))
+        .filter(|(low, high)| low <= high && *low > 0)
         .collect();
     (ranges.len() == 1).then(|| ranges[0])
 }
@@ -460,7 +504,7 @@ mod tests {
     /// (description, examples, the patterns synthesised and whether they are decided, or the reason for none).
     #[test]
     fn synthesis_table() {
-        let cases: [Case; 11] = [
+        let cases: [Case; 15] = [
             (
                 "a calendar date year-month-day",
                 &["2031-05-17", "1987-11-02"],
@@ -494,6 +538,17 @@ mod tests {
                 &["red-fox", "big-blue-sky"],
                 Ok((&[r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"], true)),
             ),
+            // A stated range of lengths is the run's repetition, even where the examples share one length.
+            ("a code of 2 to 5 uppercase letters", &["ABC", "XYZ"], Ok((&[r"^[A-Z]{2,5}$"], true))),
+            ("an id: a k then 3 to 6 digits", &["k1234", "k9876"], Ok((&[r"^k[0-9]{3,6}$"], true))),
+            // Like parts that all fit the stated range take it, though the examples show one length.
+            (
+                "a code: three groups of 1 to 4 hex digits joined by colons",
+                &["ab12:9:f00d", "1:abcd:77"],
+                Ok((&[r"^[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4}$"], true)),
+            ),
+            // A set of values is not a kind of string.
+            ("a colour: one of RED GREEN or BLUE", &["RED", "BLUE"], Err("constrains values")),
             ("a count from 1 to 9", &["3", "8"], Err("constrains values")),
             ("a score with an optional plus sign", &["12", "40"], Err("constrains values")),
             ("a price with a $ sign", &["12", "40"], Err("no example shows")),
