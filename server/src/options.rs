@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use spark_ide::model::ModelOptions;
 
 /// The options `fix`, `tests`, `regex` and `mcp` share: the model, and how a task samples and checks.
 #[derive(Args, Debug, Clone)]
@@ -27,4 +28,11 @@ pub struct TaskOptions {
     /// the model; "none": no strong tier.
     #[arg(long, default_value = "auto", value_name = "NAME|PATH")]
     pub strong_model: String,
+}
+
+impl TaskOptions {
+    /// The model, threads and strong tier, as `spark-ide` takes them.
+    pub fn model_options(&self) -> ModelOptions {
+        ModelOptions { model: self.model.clone(), threads: self.threads, strong_model: self.strong_model.clone() }
+    }
 }
