@@ -16,7 +16,7 @@ use spark_ide::model::{self, EngineConfig, EngineError, ModelSource};
 use spark_ide::position::{self, LspPosition, PositionEncoding};
 use spark_ide::Lang;
 
-use crate::options::TaskOptions;
+use crate::options::{ModelArgs, TaskOptions};
 use spark_ide::suggest;
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 
@@ -84,11 +84,8 @@ pub struct CompleteArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// A GGUF model (default: SPARK_MODEL, then the installed default model).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub engine: ModelArgs,
     /// Give up generating after this long (the prompt is always evaluated).
     #[arg(long, default_value_t = 10_000)]
     pub deadline_ms: u64,
@@ -109,10 +106,8 @@ fn probability(value: &str) -> Result<f32, String> {
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub engine: ModelArgs,
     /// Context window in tokens, as the `model.contextSize` setting.
     #[arg(long, default_value_t = 4096)]
     pub context_size: u32,
@@ -179,7 +174,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     }
 
     let process_start = Instant::now();
-    let engine = model::start_file(args.model.as_deref(), args.threads);
+    let engine = model::start_file(args.engine.model.as_deref(), args.engine.threads);
     let info = engine.wait_ready().await.context("the model is not available")?;
     let settings = InlineSettings {
         deadline_ms: args.deadline_ms,
@@ -246,7 +241,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     println!("spark-lsp {}", env!("CARGO_PKG_VERSION"));
-    let source = if args.model.is_some() {
+    let source = if args.engine.model.is_some() {
         "--model"
     } else if std::env::var_os("SPARK_MODEL").is_some_and(|value| !value.is_empty()) {
         "SPARK_MODEL"
@@ -257,7 +252,7 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         n_ctx: args.context_size.clamp(512, 131_072),
         max_memory_mb: args.max_memory_mb,
         kv_slots: args.kv_slots,
-        ..engine_config(args.model.as_deref(), args.threads)
+        ..engine_config(args.engine.model.as_deref(), args.engine.threads)
     };
     match &config.model {
         ModelSource::Path(path) => println!("model:        {} (from {source})", path.display()),

@@ -270,9 +270,10 @@ impl Core {
                 _ => None,
             }));
             let path = file.to_string_lossy();
-            let answer = suggest::one_shot(self.runner.engine(), &document, byte, &path, &settings, cancel.child_token())
-                .await
-                .map_err(engine_error)?;
+            let answer =
+                suggest::one_shot(self.runner.engine(), &document, byte, &path, &settings, cancel.child_token())
+                    .await
+                    .map_err(engine_error)?;
             let (completion, checked) = (answer.completion, answer.checked);
             let passed = checked.as_ref().is_some_and(|text| !text.is_empty());
             let detail = match (&checked, completion.text.is_empty()) {

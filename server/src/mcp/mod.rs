@@ -129,8 +129,7 @@ impl SparkMcp {
         ct: CancellationToken,
     ) -> Result<Json<TaskAnswer>, String> {
         let fail = |error: String| format!("fix: {error}");
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         let message = match (params.message, params.code) {
             (Some(message), Some(code)) => Some(format!("error[{code}]: {message}")),
             (Some(message), None) => Some(message),
@@ -159,8 +158,7 @@ impl SparkMcp {
         ct: CancellationToken,
     ) -> Result<Json<TaskAnswer>, String> {
         let fail = |error: String| format!("generate_tests: {error}");
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         let at = match (params.function.as_deref(), params.line, params.column) {
             (_, Some(line), Some(column)) => LineColumn { line, column },
             (Some(name), None, None) => {
@@ -171,7 +169,7 @@ impl SparkMcp {
         self.task(Task::Tests, &file, text, (at, at), None, &params.options, ct).await
     }
 
-#[tool(description = "Generate a regular expression from a description and examples that must and must not \
+    #[tool(description = "Generate a regular expression from a description and examples that must and must not \
                        match, in the `rust` or `ecmascript` dialect. Returns the pattern, verified against every \
                        example, and the example table.")]
     async fn generate_regex(
@@ -208,8 +206,7 @@ impl SparkMcp {
         ct: CancellationToken,
     ) -> Result<Json<CheckAnswer>, String> {
         let fail = |error: String| format!("check: {error}");
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         limit("old_text", &params.old_text, MAX_FILE_BYTES as usize).map_err(fail)?;
         limit("new_text", &params.new_text, MAX_FILE_BYTES as usize).map_err(fail)?;
         let regex = match params.regex {
@@ -243,6 +240,13 @@ impl SparkMcp {
 }
 
 impl SparkMcp {
+    /// A file that exists inside the root, and its text.
+    fn read_existing(&self, file: &str) -> Result<(PathBuf, String), String> {
+        let file = self.root.existing_file(file)?;
+        let text = self.root.read(&file)?;
+        Ok((file, text))
+    }
+
     /// Runs `task` on `file` (inside the root, its `text` read) within the call's deadline (counted from here)
     /// and the client's cancellation, and finishes its answer (paths, `write`).
     #[allow(clippy::too_many_arguments)]

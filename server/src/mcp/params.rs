@@ -27,7 +27,10 @@ impl<'de, T: DeserializeOwned + JsonSchema> Deserialize<'de> for Strict<T> {
             .unwrap_or_default();
         if let Some(unknown) = fields.keys().find(|key| !known.contains(&key.as_str())) {
             let expected: Vec<String> = known.iter().map(|name| format!("`{name}`")).collect();
-            return Err(D::Error::custom(format!("unknown field `{unknown}`, expected one of {}", expected.join(", "))));
+            return Err(D::Error::custom(format!(
+                "unknown field `{unknown}`, expected one of {}",
+                expected.join(", ")
+            )));
         }
         T::deserialize(Value::Object(fields)).map(Strict).map_err(D::Error::custom)
     }
@@ -209,8 +212,8 @@ mod tests {
     /// The schema a client sees documents every field, the flattened ones included, and is closed.
     #[test]
     fn the_schemas_name_and_document_every_field_and_refuse_others() {
-        let schema = serde_json::to_value(SchemaGenerator::default().into_root_schema_for::<Strict<FixParams>>())
-            .unwrap();
+        let schema =
+            serde_json::to_value(SchemaGenerator::default().into_root_schema_for::<Strict<FixParams>>()).unwrap();
         assert_eq!(schema["additionalProperties"], false, "{schema}");
         let properties = schema["properties"].as_object().unwrap();
         for field in ["file", "line", "column", "message", "code", "run", "write", "deadline_ms"] {

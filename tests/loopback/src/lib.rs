@@ -60,7 +60,12 @@ pub fn serve(reply: impl Fn(&str) -> Reply + Send + Sync + 'static, delay: Durat
 }
 
 /// Reads one HTTP request from `stream` and answers it (the connection closes after).
-fn answer(mut stream: TcpStream, counter: &AtomicUsize, reply: &(dyn Fn(&str) -> Reply + Send + Sync), delay: Duration) {
+fn answer(
+    mut stream: TcpStream,
+    counter: &AtomicUsize,
+    reply: &(dyn Fn(&str) -> Reply + Send + Sync),
+    delay: Duration,
+) {
     let Ok(clone) = stream.try_clone() else { return };
     let mut reader = BufReader::new(clone);
     let mut request_line = String::new();
