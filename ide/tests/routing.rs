@@ -1,8 +1,6 @@
 //! `route::Generator` branch by branch: the real engine around a scripted model on the local side, a loopback
 //! OpenAI-compatible endpoint on the remote side (answering text, nothing, an error, or late).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,72 +8,16 @@ use std::time::{Duration, Instant};
 use spark_engine::{CompletionRequest, Engine, EngineConfig, EngineError, ModelSource, RemoteClient, RemoteConfig};
 use spark_ide::config::Route;
 use spark_ide::route::{Generator, Served};
+use spark_loopback::{serve, Mock, Reply};
 
-/// What the loopback endpoint does with a completion request.
-#[derive(Clone, Copy)]
-enum Answer {
-    Text(&'static str, Duration),
-    Error500,
-}
-
+/// The loopback endpoint (spark-loopback) and a client of it.
 struct Endpoint {
     client: RemoteClient,
     completions: Arc<AtomicUsize>,
 }
 
-fn endpoint(answer: Answer) -> Endpoint {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let completions = Arc::new(AtomicUsize::new(0));
-    let counter = completions.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    return;
-                }
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                if !request_line.contains("completions") {
-                    let body = r#"{"object":"list","data":[]}"#;
-                    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n";
-                    let _ = write!(stream, "{head}Content-Length: {}\r\n\r\n{body}", body.len());
-                    return;
-                }
-                counter.fetch_add(1, Ordering::SeqCst);
-                let response = match answer {
-                    Answer::Text(text, delay) => {
-                        std::thread::sleep(delay);
-                        let chunk = serde_json::json!({"choices": [{"index": 0, "text": text, "finish_reason": null}]});
-                        let done = serde_json::json!({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]});
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n\
-                             data: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
-                        )
-                    }
-                    Answer::Error500 => {
-                        "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                            .to_owned()
-                    }
-                };
-                let _ = stream.write_all(response.as_bytes());
-            });
-        }
-    });
+fn endpoint(reply: Reply, delay: Duration) -> Endpoint {
+    let Mock { url, completions } = serve(move |_| reply.clone(), delay);
     let config = RemoteConfig {
         url,
         model: "loopback".into(),
@@ -85,6 +27,10 @@ fn endpoint(answer: Answer) -> Endpoint {
         supports_suffix: false,
     };
     Endpoint { client: RemoteClient::new(config).unwrap(), completions }
+}
+
+fn text(text: &str) -> Reply {
+    Reply::Text(text.to_owned())
 }
 
 /// A ghost-text request (one line) with its own prefix, so that no answer comes from another test's cache.
@@ -112,7 +58,7 @@ const QUICK: Duration = Duration::from_millis(0);
 
 #[test]
 fn remote_then_local_serves_the_remote_answer() {
-    let remote = endpoint(Answer::Text("remote_value();", QUICK));
+    let remote = endpoint(text("remote_value();"), QUICK);
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::RemoteThenLocal);
     let generated = runtime().block_on(generator.generate(ghost_text("a"))).unwrap();
@@ -127,7 +73,7 @@ fn remote_then_local_serves_the_remote_answer() {
 
 #[test]
 fn remote_then_local_falls_back_when_the_remote_answers_empty() {
-    let remote = endpoint(Answer::Text("", QUICK));
+    let remote = endpoint(text(""), QUICK);
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::RemoteThenLocal);
     let generated = runtime().block_on(generator.generate(ghost_text("b"))).unwrap();
@@ -139,7 +85,7 @@ fn remote_then_local_falls_back_when_the_remote_answers_empty() {
 
 #[test]
 fn remote_then_local_falls_back_with_one_error_when_the_remote_fails() {
-    let remote = endpoint(Answer::Error500);
+    let remote = endpoint(Reply::ServerError, QUICK);
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::RemoteThenLocal);
     let generated = runtime().block_on(generator.generate(ghost_text("c"))).unwrap();
@@ -152,7 +98,7 @@ fn remote_then_local_falls_back_with_one_error_when_the_remote_fails() {
 
 #[test]
 fn a_remote_route_that_answers_empty_is_an_empty_answer_not_an_error() {
-    let remote = endpoint(Answer::Text("", QUICK));
+    let remote = endpoint(text(""), QUICK);
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::Remote);
     let generated = runtime().block_on(generator.generate(ghost_text("d"))).unwrap();
@@ -163,7 +109,7 @@ fn a_remote_route_that_answers_empty_is_an_empty_answer_not_an_error() {
 
 #[test]
 fn race_takes_the_local_answer_when_the_remote_is_slow() {
-    let remote = endpoint(Answer::Text("remote_value();", Duration::from_secs(3)));
+    let remote = endpoint(text("remote_value();"), Duration::from_secs(3));
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::Race);
     let generated = runtime().block_on(generator.generate(ghost_text("e"))).unwrap();
@@ -173,7 +119,7 @@ fn race_takes_the_local_answer_when_the_remote_is_slow() {
 
 #[test]
 fn race_takes_the_local_answer_when_the_remote_answers_empty() {
-    let remote = endpoint(Answer::Text("", QUICK));
+    let remote = endpoint(text(""), QUICK);
     let engine = local("local_value();");
     let generator = Generator::new(&engine, Some(&remote.client), Route::Race);
     let generated = runtime().block_on(generator.generate(ghost_text("f"))).unwrap();
@@ -184,7 +130,7 @@ fn race_takes_the_local_answer_when_the_remote_answers_empty() {
 /// The local model failed to load (no model): a race still has the remote, and its answer is served.
 #[test]
 fn race_serves_the_remote_when_the_local_model_is_unusable() {
-    let remote = endpoint(Answer::Text("remote_value();", Duration::from_millis(200)));
+    let remote = endpoint(text("remote_value();"), Duration::from_millis(200));
     let config = EngineConfig { n_ctx: 512, ..EngineConfig::new(ModelSource::None, 1) };
     let engine = Engine::start(config);
     let generator = Generator::new(&engine, Some(&remote.client), Route::Race);

@@ -285,10 +285,22 @@ pub fn diagnostics_after_quiet(
     })
 }
 
+/// The titles of code actions (the tests of this module's and `next_edit`'s listings).
+#[cfg(test)]
+pub(crate) fn titles_of(actions: Vec<CodeActionOrCommand>) -> Vec<String> {
+    actions
+        .into_iter()
+        .map(|action| match action {
+            CodeActionOrCommand::CodeAction(action) => action.title,
+            CodeActionOrCommand::Command(command) => command.title,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spark_grammars::Lang;
+    use spark_ide::Lang;
 
     fn uri() -> Uri {
         "file:///p/src/lib.rs".parse().unwrap()
@@ -296,13 +308,7 @@ mod tests {
 
     fn titles(text: &str, at: Position) -> Vec<String> {
         let document = Document::new(text, "rust", Some(Lang::Rust), 3);
-        list(&document, &uri(), Range::new(at, at), &[], PositionEncoding::Utf16, true)
-            .into_iter()
-            .map(|action| match action {
-                CodeActionOrCommand::CodeAction(action) => action.title,
-                CodeActionOrCommand::Command(command) => command.title,
-            })
-            .collect()
+        titles_of(list(&document, &uri(), Range::new(at, at), &[], PositionEncoding::Utf16, true))
     }
 
     #[test]

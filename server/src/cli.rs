@@ -3,21 +3,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use spark_engine::{Engine, EngineConfig, EngineError, ModelSource};
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{engine_config, InlineSettings, PromptWindow, Route, TaskSettings};
+use spark_ide::config::{engine_config, InlineSettings, PromptWindow};
 use spark_ide::document::Document;
+use spark_ide::model::{self, EngineConfig, EngineError, ModelSource};
 use spark_ide::position::{self, LspPosition, PositionEncoding};
-use spark_ide::runner::{TaskJob, TaskRunner};
+use spark_ide::Lang;
 
-use crate::options::TaskOptions;
+use crate::options::{ModelArgs, TaskOptions};
 use spark_ide::suggest;
 use spark_ide::tasks::{TaskBudget, TaskDocument, TaskKind, TaskTarget};
 
@@ -85,11 +84,8 @@ pub struct CompleteArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// A GGUF model (default: SPARK_MODEL, then the installed default model).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub engine: ModelArgs,
     /// Give up generating after this long (the prompt is always evaluated).
     #[arg(long, default_value_t = 10_000)]
     pub deadline_ms: u64,
@@ -110,10 +106,8 @@ fn probability(value: &str) -> Result<f32, String> {
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub engine: ModelArgs,
     /// Context window in tokens, as the `model.contextSize` setting.
     #[arg(long, default_value_t = 4096)]
     pub context_size: u32,
@@ -171,7 +165,7 @@ fn read_source(file: &Path) -> anyhow::Result<String> {
 pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     let (line, column) = parse_at(&args.at)?;
     let text = read_source(&args.file)?;
-    let lang = spark_grammars::Lang::from_path(&args.file);
+    let lang = Lang::from_path(&args.file);
     let language_id = lang.map(|lang| lang.name()).unwrap_or("plaintext");
     let document = Document::new(&text, language_id, lang, 0);
     let resolved = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32);
@@ -180,7 +174,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
     }
 
     let process_start = Instant::now();
-    let engine = Engine::start(engine_config(args.model.as_deref(), args.threads));
+    let engine = model::start_file(args.engine.model.as_deref(), args.engine.threads);
     let info = engine.wait_ready().await.context("the model is not available")?;
     let settings = InlineSettings {
         deadline_ms: args.deadline_ms,
@@ -247,7 +241,7 @@ pub async fn complete(args: CompleteArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     println!("spark-lsp {}", env!("CARGO_PKG_VERSION"));
-    let source = if args.model.is_some() {
+    let source = if args.engine.model.is_some() {
         "--model"
     } else if std::env::var_os("SPARK_MODEL").is_some_and(|value| !value.is_empty()) {
         "SPARK_MODEL"
@@ -258,7 +252,7 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         n_ctx: args.context_size.clamp(512, 131_072),
         max_memory_mb: args.max_memory_mb,
         kv_slots: args.kv_slots,
-        ..engine_config(args.model.as_deref(), args.threads)
+        ..engine_config(args.engine.model.as_deref(), args.engine.threads)
     };
     match &config.model {
         ModelSource::Path(path) => println!("model:        {} (from {source})", path.display()),
@@ -270,7 +264,7 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     println!("cpu features: {}", cpu_features());
     print_installed_models();
     let started = Instant::now();
-    let engine = Engine::start(config);
+    let engine = model::start(config);
     let ready = engine.wait_ready().await;
     let code = match ready {
         Ok(info) => {
@@ -332,31 +326,25 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 
 /// The models in the model folder, and what Spark uses each for (`scripts/install-model.sh NAME` adds more).
 fn print_installed_models() {
-    let dir = spark_engine::model_dir();
-    let installed = spark_engine::installed_models();
-    match &dir {
-        Some(dir) => println!("models in:    {} ({} installed)", dir.display(), installed.len()),
+    let installed = model::installed();
+    match &installed.dir {
+        Some(dir) => println!("models in:    {} ({} installed)", dir.display(), installed.models.len()),
         None => println!("models in:    none (HOME is not set)"),
     }
-    for (path, size) in &installed {
-        let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        let known = spark_engine::KNOWN_MODELS.iter().find(|known| known.file == file);
-        let serves =
-            known.map_or("a GGUF Spark does not know: FIM when its vocabulary has the tokens", |known| known.serves);
-        println!("  {file} ({:.0} MiB): {serves}", *size as f64 / (1024.0 * 1024.0));
+    for found in &installed.models {
+        let serves = found.serves.unwrap_or("a GGUF Spark does not know: FIM when its vocabulary has the tokens");
+        println!("  {} ({:.0} MiB): {serves}", found.file, found.size_bytes as f64 / (1024.0 * 1024.0));
     }
-    let missing: Vec<&str> = spark_engine::KNOWN_MODELS
-        .iter()
-        .filter(|known| !installed.iter().any(|(path, _)| path.file_name().is_some_and(|name| name == known.file)))
-        .map(|known| known.name)
-        .collect();
-    if !missing.is_empty() {
-        println!("  not installed: {} (scripts/install-model.sh NAME, or make model MODEL=NAME)", missing.join(", "));
+    if !installed.missing.is_empty() {
+        println!(
+            "  not installed: {} (scripts/install-model.sh NAME, or make model MODEL=NAME)",
+            installed.missing.join(", ")
+        );
     }
 }
 
 fn num_physical() -> usize {
-    spark_engine::default_threads()
+    model::default_threads()
 }
 
 fn num_logical() -> usize {
@@ -393,14 +381,15 @@ fn cpu_features() -> String {
 pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
     let (line, column) = parse_at(&args.at)?;
     let text = read_source(&args.file)?;
-    let Some(lang) = spark_grammars::Lang::from_path(&args.file) else {
+    let Some(lang) = Lang::from_path(&args.file) else {
         bail!("{}: Spark's tasks work on Rust and TypeScript files (.rs, .ts, .tsx, .js, .jsx)", args.file.display());
     };
     let document = Document::new(&text, lang.name(), Some(lang), 0);
     let Some(tree) = document.tree.clone() else { bail!("{} could not be parsed (too large?)", args.file.display()) };
     let at = position::to_byte(&document.rope, LspPosition { line, character: column }, PositionEncoding::Utf32).byte;
-    let engine = Engine::start(engine_config(args.options.model.as_deref(), args.options.threads));
-    engine.wait_ready().await.context("the model is not available")?;
+    let options = args.options.model_options();
+    let runner = options.task_runner();
+    runner.engine().wait_ready().await.context("the model is not available")?;
     let path = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
     let snapshot = TaskDocument {
         text: text.clone(),
@@ -426,18 +415,7 @@ pub async fn task(kind: TaskKind, args: TaskArgs) -> anyhow::Result<ExitCode> {
         verify,
         ..TaskBudget::default()
     };
-    let runner = TaskRunner::new(Arc::new(engine));
-    let job = TaskJob {
-        kind,
-        document: snapshot,
-        target,
-        budget,
-        tiers: TaskSettings { strong_model: args.options.strong_model.clone(), ..Default::default() },
-        fast_config: engine_config(args.options.model.as_deref(), args.options.threads),
-        remote: None,
-        route: Route::Local,
-    };
-    let run = runner.run(job, &CancellationToken::new()).await;
+    let run = runner.run(options.job(kind, snapshot, target, budget), &CancellationToken::new()).await;
     runner.engine().shutdown();
     runner.unload_strong().await;
     let outcome = run.map_err(|error| anyhow::anyhow!("{error}"))?.outcome;

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use dashmap::DashMap;
 use serde_json::{json, Value};
-use spark_engine::Engine;
 use spark_ide::config::Settings;
 use spark_ide::document::Change;
+use spark_ide::model::{self, Engine};
 use spark_ide::position::PositionEncoding;
 use spark_ide::workspace::{Notice, NoticeLevel, Workspace};
 use tokio_util::sync::CancellationToken;
@@ -198,7 +198,6 @@ impl LanguageServer for Spark {
         let encoding = support.encoding;
         self.client_has_progress.store(support.has_progress, Ordering::Relaxed);
         self.resolve_supported.store(support.resolve_supported, Ordering::Relaxed);
-        let engine = Arc::new(Engine::start(settings.engine_config()));
         let client = self.client.clone();
         let notify = move |notice: Notice| {
             let client = client.clone();
@@ -208,7 +207,7 @@ impl LanguageServer for Spark {
             };
             tokio::spawn(async move { client.show_message(kind, notice.message).await });
         };
-        let workspace = Workspace::new(engine, settings, encoding, notify);
+        let workspace = model::workspace(settings, encoding, notify);
         let client = self.client.clone();
         workspace.on_suggestion_ready(move |ready| {
             let (client, params) = (client.clone(), crate::ghost::ready_params(&ready));

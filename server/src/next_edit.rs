@@ -161,13 +161,7 @@ mod tests {
 
     fn titles(at: Position) -> Vec<String> {
         let uri: Uri = "file:///p/a.rs".parse().unwrap();
-        code_actions(&uri, &found(), Range::new(at, at))
-            .into_iter()
-            .map(|action| match action {
-                CodeActionOrCommand::CodeAction(action) => action.title,
-                CodeActionOrCommand::Command(command) => command.title,
-            })
-            .collect()
+        crate::actions::titles_of(code_actions(&uri, &found(), Range::new(at, at)))
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use spark_engine::{Engine, EngineState};
+use spark_ide::model::{Engine, EngineState};
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::{MessageType, NumberOrString};
 use tower_lsp_server::Client;

@@ -2,7 +2,7 @@
 //! (`spark_ide::status`) and the engine's state and recent calls, written for the client.
 
 use serde_json::{json, Value};
-use spark_engine::{EngineState, RecentCall};
+use spark_ide::model::{EngineState, RecentCall};
 use spark_ide::status::Status;
 
 /// The whole status (`spark/status`).

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use spark_engine::Engine;
-use spark_grammars::Lang;
+use spark_ide::model::Engine;
 use spark_ide::position::PositionEncoding;
 use spark_ide::route::Generator;
 use spark_ide::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
+use spark_ide::Lang;
 use spark_lsp::actions;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::{DocumentChangeOperation, DocumentChanges, Uri};

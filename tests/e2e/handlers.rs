@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use spark_tests::mock_remote::mock;
+use spark_loopback::mock;
 use spark_tests::LspClient;
 
 const SHORT: Duration = Duration::from_secs(20);

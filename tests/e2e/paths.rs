@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use spark_tests::mock_remote::{mock, mock_with};
+use spark_loopback::{mock, mock_with};
 use spark_tests::{scratch_dir, LspClient};
 
 const SHORT: Duration = Duration::from_secs(20);

@@ -1,75 +1,16 @@
-//! Remote routing over stdio: a loopback OpenAI-compatible mock counts what reaches it. Ghost text never goes
-//! there unless routed; a task routed remote-then-local uses it, and a failing remote degrades to the local
-//! model with one notice.
+//! Remote routing over stdio: the loopback OpenAI-compatible endpoint (spark-loopback) counts what reaches it.
+//! Ghost text never goes there unless routed; a task routed remote-then-local uses it, and a failing remote
+//! degrades to the local model with one notice.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use spark_loopback::{failing, mock};
 use spark_tests::{end_position, LspClient};
 
 const URI: &str = "file:///work/demo/src/sum.rs";
 const BROKEN: &str = "pub fn f(a: u32) -> u32 {\n    let x = a +;\n    x\n}\n";
-
-/// A tiny OpenAI-compatible server: counts completion requests and answers each with `answer` (or HTTP 500).
-struct Mock {
-    url: String,
-    completions: Arc<AtomicUsize>,
-}
-
-fn mock(answer: Option<&'static str>) -> Mock {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let completions = Arc::new(AtomicUsize::new(0));
-    let counter = completions.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    return;
-                }
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let response = if request_line.starts_with("POST") && request_line.contains("completions") {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    match answer {
-                        Some(text) => {
-                            let chunk = json!({"choices": [{"index": 0, "text": text, "finish_reason": null}]});
-                            let done = json!({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]});
-                            format!(
-                                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
-                            )
-                        }
-                        None => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                            .to_owned(),
-                    }
-                } else {
-                    let body = r#"{"object":"list","data":[]}"#;
-                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
-                };
-                let _ = stream.write_all(response.as_bytes());
-            });
-        }
-    });
-    Mock { url, completions }
-}
 
 fn start(remote: Value) -> LspClient {
     let log = spark_tests::scratch_dir("remote").join("server.log");
@@ -98,7 +39,7 @@ fn fix_at_error(client: &mut LspClient) -> Value {
 
 #[test]
 fn typing_sends_nothing_to_a_remote_configured_for_fix_and_the_fix_goes_there() {
-    let mock = mock(Some("let x = a + 1;"));
+    let mock = mock("let x = a + 1;");
     let mut client = start(json!({"url": mock.url, "fix": "remote-then-local", "tests": "local", "regex": "local"}));
     // A typing session: edits and ghost-text requests.
     let mut text = BROKEN.to_owned();
@@ -152,7 +93,7 @@ fn typing_sends_nothing_to_a_remote_configured_for_fix_and_the_fix_goes_there() 
 
 #[test]
 fn a_failing_remote_degrades_to_local_with_one_notice() {
-    let mock = mock(None);
+    let mock = failing();
     let mut client = start(json!({"url": mock.url, "fix": "remote-then-local"}));
     let first = fix_at_error(&mut client);
     assert!(first["result"].is_object(), "answered: {first}");

@@ -2,7 +2,6 @@
 //! JSON-RPC, answers to server-initiated requests, and notifications kept for inspection.
 
 pub mod eval;
-pub mod mock_remote;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -5,33 +5,28 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use spark_engine::{Engine, EngineConfig, EngineError, EngineState};
-use spark_grammars::Lang;
 use tokio_util::sync::CancellationToken;
 
-use spark_ide::config::{self, InlineSettings, PromptWindow};
-use spark_ide::config::{Route, TaskSettings};
+use spark_ide::config::{InlineSettings, PromptWindow};
 use spark_ide::document::Document;
 use spark_ide::exec_check::{Gate, VerifySettings};
+use spark_ide::model::{EngineError, EngineState, ModelOptions};
 use spark_ide::parse;
 use spark_ide::position::{self, LspPosition, PositionEncoding};
-use spark_ide::runner::{TaskError, TaskJob, TaskRunner};
+use spark_ide::runner::{TaskError, TaskRunner};
 use spark_ide::tasks::{self, FileChange, TaskBudget, TaskDocument, TaskKind, TaskTarget};
 use spark_ide::verify::{self as edit_check, RegexFlavor, Rejection};
-use spark_ide::{suggest, verify};
+use spark_ide::{suggest, verify, Lang};
 
 /// What the server was started with, for every call.
 #[derive(Debug, Clone)]
 pub struct CoreSettings {
-    pub model: Option<PathBuf>,
-    pub threads: Option<usize>,
-    /// The strong tier (`--strong-model`, as the CLI's): a name, a path, "auto" or "none".
-    pub strong_model: String,
+    /// The model, threads and strong tier (`--model`, `--threads`, `--strong-model`, as the CLI's).
+    pub model: ModelOptions,
     /// Samples a task tries (greedy first).
     pub samples: usize,
     /// The time a task samples for, at most (a call's own deadline may cut it shorter).
@@ -214,7 +209,7 @@ pub struct RegexExamples {
 
 /// The resident engine, the strong tier's lazily loaded model, and the queue calls take turns in.
 pub struct Core {
-    engine: Arc<Engine>,
+    /// The one task runner, over the resident engine (`runner.engine()`).
     runner: TaskRunner,
     settings: CoreSettings,
     /// Calls that use the model take turns here, first come first served: the engine supersedes a queued task
@@ -225,13 +220,13 @@ pub struct Core {
 impl Core {
     /// Starts the engine; the model loads in the background.
     pub fn start(settings: CoreSettings) -> Core {
-        let engine = Arc::new(Engine::start(engine_config(&settings)));
-        Core { runner: TaskRunner::new(engine.clone()), engine, settings, model_queue: tokio::sync::Mutex::new(()) }
+        let runner = settings.model.task_runner();
+        Core { runner, settings, model_queue: tokio::sync::Mutex::new(()) }
     }
 
     /// "loading", "ready: NAME" or "failed: why", for the server's instructions and logs.
     pub fn model_state(&self) -> String {
-        match self.engine.state() {
+        match self.runner.engine().state() {
             EngineState::Loading { path } => format!("loading {}", path.display()),
             EngineState::Ready(info) => format!("ready: {}", info.name),
             EngineState::Failed { error } => format!("failed: {error}"),
@@ -241,7 +236,7 @@ impl Core {
     }
 
     pub fn shutdown(&self) {
-        self.engine.shutdown();
+        self.runner.engine().shutdown();
     }
 
     /// `complete`: the ghost text at a position of `text` (the file's text, or text the agent gave).
@@ -270,14 +265,15 @@ impl Core {
                 prefetch: false,
                 ..InlineSettings::default()
             }
-            .with_window(PromptWindow::for_model(match self.engine.state() {
+            .with_window(PromptWindow::for_model(match self.runner.engine().state() {
                 EngineState::Ready(info) => Some(info.n_params),
                 _ => None,
             }));
             let path = file.to_string_lossy();
-            let answer = suggest::one_shot(&self.engine, &document, byte, &path, &settings, cancel.child_token())
-                .await
-                .map_err(engine_error)?;
+            let answer =
+                suggest::one_shot(self.runner.engine(), &document, byte, &path, &settings, cancel.child_token())
+                    .await
+                    .map_err(engine_error)?;
             let (completion, checked) = (answer.completion, answer.checked);
             let passed = checked.as_ref().is_some_and(|text| !text.is_empty());
             let detail = match (&checked, completion.text.is_empty()) {
@@ -570,7 +566,7 @@ impl Core {
 
     async fn ready(&self, deadline: Instant) -> Result<(), CoreError> {
         let started = Instant::now();
-        match tokio::time::timeout_at(deadline.into(), self.engine.wait_ready()).await {
+        match tokio::time::timeout_at(deadline.into(), self.runner.engine().wait_ready()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(error)) => Err(CoreError::Model(error.to_string())),
             Err(_) => Err(CoreError::Loading { waited_ms: started.elapsed().as_millis() as u64 }),
@@ -598,16 +594,7 @@ impl Core {
             };
             // The one task runner: a blocking thread, the strong tier (unloaded once idle) and a time limit from
             // the budget; the call's own deadline and the client's cancellation bound it too.
-            let job = TaskJob {
-                kind,
-                document: snapshot,
-                target,
-                budget,
-                tiers: TaskSettings { strong_model: self.settings.strong_model.clone(), ..Default::default() },
-                fast_config: engine_config(&self.settings),
-                remote: None,
-                route: Route::Local,
-            };
+            let job = self.settings.model.job(kind, snapshot, target, budget);
             match self.runner.run(job, cancel).await {
                 Ok(run) => Ok(run.outcome),
                 Err(TaskError::Engine(error)) => Err(engine_error(error)),
@@ -640,10 +627,6 @@ async fn bounded<T>(
         }
     }
     result
-}
-
-fn engine_config(settings: &CoreSettings) -> EngineConfig {
-    config::engine_config(settings.model.as_deref(), settings.threads)
 }
 
 fn engine_error(error: EngineError) -> CoreError {

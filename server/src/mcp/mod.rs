@@ -3,6 +3,7 @@
 //! is a tool error with a message, and the server reads the next message.
 
 pub mod core;
+pub mod params;
 pub mod paths;
 
 use std::path::{Path, PathBuf};
@@ -20,13 +21,14 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use self::core::{
     CheckAnswer, CheckRequest, Core, CoreError, CoreSettings, Dialect, LineColumn, ProposedEdit, RegexAnswer,
     RegexExamples, Suggestion, Task, TaskAnswer,
+};
+use self::params::{
+    CheckParams, CompleteParams, DialectParam, FixParams, RegexParams, Strict, TaskCallOptions, TestsParams,
 };
 use self::paths::{Root, MAX_FILE_BYTES};
 use crate::options::TaskOptions;
@@ -55,9 +57,7 @@ const MAX_LINE_TEXT: usize = 4096;
 pub async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
     let root = Root::new(&args.root, args.allow_write)?;
     let core = Arc::new(Core::start(CoreSettings {
-        model: args.options.model.clone(),
-        threads: args.options.threads,
-        strong_model: args.options.strong_model.clone(),
+        model: args.options.model_options(),
         samples: args.options.samples,
         task_budget: Duration::from_millis(args.options.budget_ms),
         run_timeout: Duration::from_millis(args.options.run_timeout_ms),
@@ -78,129 +78,13 @@ pub struct SparkMcp {
     tool_router: ToolRouter<SparkMcp>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CompleteParams {
-    /// The file, relative to the workspace root (its extension picks the language).
-    pub file: String,
-    /// 1-based line of the cursor (with `column`); or use `marker` in `text`.
-    pub line: Option<u32>,
-    /// 1-based column, counted in characters.
-    pub column: Option<u32>,
-    /// The file's text to complete in, instead of the file on disk (the file need not exist then).
-    pub text: Option<String>,
-    /// A marker in `text` that stands for the cursor (removed before completing); default `$0`.
-    pub marker: Option<String>,
-    /// The most lines of suggestion (default 8).
-    pub max_lines: Option<u32>,
-    /// Give up after this many milliseconds, waiting in the queue included (default 120000).
-    pub deadline_ms: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FixParams {
-    /// The file, relative to the workspace root.
-    pub file: String,
-    /// 1-based line of the error (the start of the range).
-    pub line: u32,
-    /// 1-based column of the error, in characters.
-    pub column: u32,
-    /// End of the diagnostic's range (1-based line); default: the start.
-    pub end_line: Option<u32>,
-    pub end_column: Option<u32>,
-    /// The diagnostic's message as the compiler gave it.
-    pub message: Option<String>,
-    /// The diagnostic's code, e.g. `E0308`.
-    pub code: Option<String>,
-    /// Also check candidates with the compiler in a scratch copy of the crate or package (the execution tier).
-    #[serde(default)]
-    pub run: bool,
-    /// Apply the verified edit to the file (only on a server started with --allow-write).
-    #[serde(default)]
-    pub write: bool,
-    pub deadline_ms: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TestsParams {
-    /// The file, relative to the workspace root.
-    pub file: String,
-    /// The function to test, by name; or give `line` and `column` inside it.
-    pub function: Option<String>,
-    pub line: Option<u32>,
-    pub column: Option<u32>,
-    /// Run the generated tests (and type-check them) in a scratch copy: the execution tier.
-    #[serde(default)]
-    pub run: bool,
-    /// Apply the test edit (only on a server started with --allow-write).
-    #[serde(default)]
-    pub write: bool,
-    pub deadline_ms: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DialectParam {
-    #[default]
-    Rust,
-    Ecmascript,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RegexParams {
-    /// What the pattern matches, in one line.
-    pub description: String,
-    /// Strings the pattern must match whole.
-    #[serde(default)]
-    pub must_match: Vec<String>,
-    /// Strings it must not match.
-    #[serde(default)]
-    pub must_not_match: Vec<String>,
-    /// `rust` (the regex crate) or `ecmascript` (JavaScript/TypeScript); default rust.
-    #[serde(default)]
-    pub dialect: DialectParam,
-    pub deadline_ms: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RegexCheckParams {
-    /// The pattern the edit introduces.
-    pub pattern: String,
-    #[serde(default)]
-    pub must_match: Vec<String>,
-    #[serde(default)]
-    pub must_not_match: Vec<String>,
-    #[serde(default)]
-    pub dialect: DialectParam,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CheckParams {
-    /// The file, relative to the workspace root.
-    pub file: String,
-    /// The exact text the edit replaces; it must occur once in the file.
-    pub old_text: String,
-    /// What it becomes.
-    pub new_text: String,
-    /// Check a regex the edit introduces against examples.
-    pub regex: Option<RegexCheckParams>,
-    /// Also type-check the edited file in a scratch copy of its crate or package (`cargo check`, `tsc`).
-    #[serde(default)]
-    pub compile: bool,
-}
-
 #[tool_router]
 impl SparkMcp {
     #[tool(description = "Ghost-text completion at a cursor from Spark's resident model, checked to add no syntax \
                        error. Give `file` and `line`/`column` (1-based), or `text` containing a cursor `marker`.")]
     async fn complete(
         &self,
-        Parameters(params): Parameters<CompleteParams>,
+        Parameters(Strict(params)): Parameters<Strict<CompleteParams>>,
         ct: CancellationToken,
     ) -> Result<Json<Suggestion>, String> {
         let fail = |error: String| format!("complete: {error}");
@@ -241,13 +125,11 @@ impl SparkMcp {
                        candidate verified and why. `run: true` also type-checks candidates (execution tier).")]
     async fn fix(
         &self,
-        Parameters(params): Parameters<FixParams>,
+        Parameters(Strict(params)): Parameters<Strict<FixParams>>,
         ct: CancellationToken,
     ) -> Result<Json<TaskAnswer>, String> {
         let fail = |error: String| format!("fix: {error}");
-        let deadline = deadline(params.deadline_ms);
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         let message = match (params.message, params.code) {
             (Some(message), Some(code)) => Some(format!("error[{code}]: {message}")),
             (Some(message), None) => Some(message),
@@ -262,15 +144,7 @@ impl SparkMcp {
             line: params.end_line.unwrap_or(params.line),
             column: params.end_column.unwrap_or(if params.end_line.is_some() { 1 } else { params.column }),
         };
-        let shown = self.root.shown(&file);
-        let cancel = ct.child_token();
-        let _stop = cancel.clone().drop_guard();
-        let answer = self
-            .core
-            .task(Task::Fix, &file, &shown, text, (start, end), message, params.run, deadline, &cancel)
-            .await
-            .map_err(|error| tool_error("fix", error))?;
-        self.finish(answer, params.write).map(Json).map_err(fail)
+        self.task(Task::Fix, &file, text, (start, end), message, &params.options, ct).await
     }
 
     #[tool(
@@ -280,13 +154,11 @@ impl SparkMcp {
     )]
     async fn generate_tests(
         &self,
-        Parameters(params): Parameters<TestsParams>,
+        Parameters(Strict(params)): Parameters<Strict<TestsParams>>,
         ct: CancellationToken,
     ) -> Result<Json<TaskAnswer>, String> {
         let fail = |error: String| format!("generate_tests: {error}");
-        let deadline = deadline(params.deadline_ms);
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         let at = match (params.function.as_deref(), params.line, params.column) {
             (_, Some(line), Some(column)) => LineColumn { line, column },
             (Some(name), None, None) => {
@@ -294,15 +166,7 @@ impl SparkMcp {
             }
             _ => return Err(fail("give `function` (a name), or `line` and `column` inside the function".into())),
         };
-        let shown = self.root.shown(&file);
-        let cancel = ct.child_token();
-        let _stop = cancel.clone().drop_guard();
-        let answer = self
-            .core
-            .task(Task::Tests, &file, &shown, text, (at, at), None, params.run, deadline, &cancel)
-            .await
-            .map_err(|error| tool_error("generate_tests", error))?;
-        self.finish(answer, params.write).map(Json).map_err(fail)
+        self.task(Task::Tests, &file, text, (at, at), None, &params.options, ct).await
     }
 
     #[tool(description = "Generate a regular expression from a description and examples that must and must not \
@@ -310,20 +174,21 @@ impl SparkMcp {
                        example, and the example table.")]
     async fn generate_regex(
         &self,
-        Parameters(params): Parameters<RegexParams>,
+        Parameters(Strict(params)): Parameters<Strict<RegexParams>>,
         ct: CancellationToken,
     ) -> Result<Json<RegexAnswer>, String> {
         let fail = |error: String| format!("generate_regex: {error}");
         limit("description", &params.description, MAX_LINE_TEXT).map_err(fail)?;
-        examples_within_limits(&params.must_match, &params.must_not_match).map_err(fail)?;
+        let examples = &params.examples;
+        examples_within_limits(&examples.must_match, &examples.must_not_match).map_err(fail)?;
         let cancel = ct.child_token();
         let _stop = cancel.clone().drop_guard();
         self.core
             .regex(
                 &params.description,
-                &params.must_match,
-                &params.must_not_match,
-                dialect(params.dialect),
+                &examples.must_match,
+                &examples.must_not_match,
+                dialect(examples.dialect),
                 deadline(params.deadline_ms),
                 &cancel,
             )
@@ -337,23 +202,23 @@ impl SparkMcp {
                        `compile: true` the crate or package still type-checks. Writes nothing.")]
     async fn check(
         &self,
-        Parameters(params): Parameters<CheckParams>,
+        Parameters(Strict(params)): Parameters<Strict<CheckParams>>,
         ct: CancellationToken,
     ) -> Result<Json<CheckAnswer>, String> {
         let fail = |error: String| format!("check: {error}");
-        let file = self.root.existing_file(&params.file).map_err(fail)?;
-        let text = self.root.read(&file).map_err(fail)?;
+        let (file, text) = self.read_existing(&params.file).map_err(fail)?;
         limit("old_text", &params.old_text, MAX_FILE_BYTES as usize).map_err(fail)?;
         limit("new_text", &params.new_text, MAX_FILE_BYTES as usize).map_err(fail)?;
         let regex = match params.regex {
-            Some(regex) => {
+            Some(Strict(regex)) => {
                 limit("regex.pattern", &regex.pattern, MAX_LINE_TEXT).map_err(fail)?;
-                examples_within_limits(&regex.must_match, &regex.must_not_match).map_err(fail)?;
+                let examples = regex.examples;
+                examples_within_limits(&examples.must_match, &examples.must_not_match).map_err(fail)?;
                 Some(RegexExamples {
                     pattern: regex.pattern,
-                    must_match: regex.must_match,
-                    must_not_match: regex.must_not_match,
-                    dialect: dialect(regex.dialect),
+                    must_match: examples.must_match,
+                    must_not_match: examples.must_not_match,
+                    dialect: dialect(examples.dialect),
                 })
             }
             None => None,
@@ -375,6 +240,42 @@ impl SparkMcp {
 }
 
 impl SparkMcp {
+    /// A file that exists inside the root, and its text.
+    fn read_existing(&self, file: &str) -> Result<(PathBuf, String), String> {
+        let file = self.root.existing_file(file)?;
+        let text = self.root.read(&file)?;
+        Ok((file, text))
+    }
+
+    /// Runs `task` on `file` (inside the root, its `text` read) within the call's deadline (counted from here)
+    /// and the client's cancellation, and finishes its answer (paths, `write`).
+    #[allow(clippy::too_many_arguments)]
+    async fn task(
+        &self,
+        task: Task,
+        file: &Path,
+        text: String,
+        range: (LineColumn, LineColumn),
+        message: Option<String>,
+        options: &TaskCallOptions,
+        ct: CancellationToken,
+    ) -> Result<Json<TaskAnswer>, String> {
+        let tool = match task {
+            Task::Fix => "fix",
+            Task::Tests => "generate_tests",
+        };
+        let deadline = deadline(options.deadline_ms);
+        let shown = self.root.shown(file);
+        let cancel = ct.child_token();
+        let _stop = cancel.clone().drop_guard();
+        let answer = self
+            .core
+            .task(task, file, &shown, text, range, message, options.run, deadline, &cancel)
+            .await
+            .map_err(|error| tool_error(tool, error))?;
+        self.finish(answer, options.write).map(Json).map_err(|error| format!("{tool}: {error}"))
+    }
+
     /// Names each change relative to the root (a change to another file must be inside it too), and writes it
     /// when the call asked and the root allows.
     fn finish(&self, mut answer: TaskAnswer, write: bool) -> Result<TaskAnswer, String> {
