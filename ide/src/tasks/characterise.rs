@@ -11,6 +11,10 @@ use spark_grammars::tree_sitter::Node;
 use spark_grammars::Lang;
 
 pub use super::characterise_inputs::*;
+pub use types::*;
+
+#[path = "characterise_types.rs"]
+mod types;
 
 /// The environment variable that selects a mutant in the schemata; unset, the function is the original.
 pub const MUTANT_VAR: &str = "SPARK_MUTANT";
@@ -197,6 +201,26 @@ for (const idx of Object.keys(calls).map(Number)) {{
         from = FROM_VAR,
         max = MAX_DEBUG_LEN,
     )
+}
+
+/// Rust inputs as whole expressions: each argument list after a callee (the function's name, `Type::name`, or a
+/// receiver and `.name`), the first with every callee and the rest in turn, `.collect::<Vec<_>>()` after each when
+/// the function returns an iterator; at most `max`.
+pub fn with_callees_and_args(callees: &[String], args: &[String], collect: bool, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let suffix = if collect { ".collect::<Vec<_>>()" } else { "" };
+    for (idx, arguments) in args.iter().enumerate() {
+        let picked: Vec<&String> =
+            if idx == 0 { callees.iter().collect() } else { vec![&callees[idx % callees.len().max(1)]] };
+        for callee in picked {
+            let call = format!("{callee}{arguments}{suffix}");
+            if !out.contains(&call) {
+                out.push(call);
+            }
+        }
+    }
+    out.truncate(max);
+    out
 }
 
 /// A mutant of the schemata: its number (the value of [`MUTANT_VAR`] that selects it) and what it changes.

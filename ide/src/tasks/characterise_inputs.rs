@@ -257,15 +257,14 @@ pub struct Parameter {
     pub ty: String,
 }
 
-/// The parameters of the function at `function` (without `self`), in order; `None` with a receiver.
+/// The parameters of the function at `function` (without `self`), in order.
 pub fn parameters(function: Node, source: &str) -> Option<Vec<Parameter>> {
     let list = function.child_by_field_name("parameters")?;
     let mut cursor = list.walk();
     let mut out = Vec::new();
     for parameter in list.named_children(&mut cursor) {
         match parameter.kind() {
-            "self_parameter" => return None,
-            "comment" => {}
+            "self_parameter" | "comment" | "line_comment" | "block_comment" => {}
             _ => {
                 let name = parameter.child_by_field_name("pattern").map(|node| &source[node.byte_range()]);
                 let ty = parameter

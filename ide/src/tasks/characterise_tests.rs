@@ -193,3 +193,67 @@ fn inputs_that_kill_mutants_first() {
     assert_eq!(choose(&inputs, 10), [0, 1, 2, 4]);
     assert_eq!(choose(&inputs, 1), [2]);
 }
+
+#[test]
+fn own_rust_types_are_made_as_the_crate_makes_them() {
+    let file = "pub struct Quoter { allow_nul: bool }\n\
+        impl Quoter {\n    pub fn new() -> Self { Quoter { allow_nul: false } }\n    \
+        pub fn allow_nul(mut self, allow: bool) -> Quoter { self.allow_nul = allow; self }\n    \
+        pub fn quote(&self, s: &str) -> String { s.to_owned() }\n    pub fn make(n: u8) -> usize { n as usize }\n}\n\
+        #[derive(Debug, Clone, Default)]\npub struct Options { pub case: bool, pub depth: u8 }\n\
+        pub enum Spec { One(char), Range(char, char), Any }\n\
+        const TABLE: &[u8; 4] = b\"abcd\";\n\
+        pub fn f(o: &Options, s: Spec, t: &'static [u8; 4]) -> bool { o.case }\n";
+    let sources = Sources::new(Lang::Rust, vec![file.to_owned()]);
+    let options = sources.rust_values("&Options", "");
+    assert_eq!(options[0], "&Options::default()", "{options:?}");
+    assert!(options.contains(&"&Options { case: true, depth: 0 }".to_owned()), "{options:?}");
+    let specs = sources.rust_values("Spec", "");
+    assert!(specs.contains(&"Spec::Any".to_owned()) && specs.contains(&"Spec::One('a')".to_owned()), "{specs:?}");
+    let tables = sources.rust_values("&'static [u8; 4]", "");
+    assert_eq!(tables[0], "TABLE", "{tables:?}");
+    assert!(tables.contains(&"&[0; 4]".to_owned()), "{tables:?}");
+    let quoter = sources.rust_values("Quoter", "");
+    assert_eq!(quoter, ["Quoter::new()", "Quoter { allow_nul: true }", "Quoter { allow_nul: false }"]);
+    let tree = tree(Lang::Rust, file);
+    let functions = functions_by_name(tree.root_node(), file);
+    let quote = functions["quote"];
+    let callees = sources.rust_callees(quote, file, "quote").unwrap();
+    assert_eq!(callees[0], "Quoter::new().quote", "{callees:?}");
+    assert_eq!(sources.rust_callees(functions["make"], file, "make").unwrap(), ["Quoter::make"]);
+    assert_eq!(sources.rust_callees(functions["f"], file, "f"), None);
+    // No way to make a type: no values, so no input.
+    assert!(sources.rust_values("Unknown", "").is_empty());
+}
+
+#[test]
+fn generic_iterables_get_vectors() {
+    let sources = Sources::new(Lang::Rust, vec![String::new()]);
+    let header = "pub fn join<'a, I: IntoIterator<Item = &'a str>>(&self, words: I) -> String";
+    let words = sources.rust_values("I", header);
+    assert_eq!(words[0], "vec![]", "{words:?}");
+    assert!(words[1].starts_with("vec![\""), "{words:?}");
+    let header = "pub fn h<'a, A, E>(a: &'a A) -> f64 where &'a A: IntoIterator<Item = E>, E: PartialEq";
+    let chars = sources.rust_values("&'a A", header);
+    assert_eq!(chars[1], "&vec!['b']", "{chars:?}");
+    let calls =
+        with_callees_and_args(&["a.f".to_owned(), "b.f".to_owned()], &["(1)".to_owned(), "(2)".to_owned()], true, 9);
+    assert_eq!(calls, ["a.f(1).collect::<Vec<_>>()", "b.f(1).collect::<Vec<_>>()", "b.f(2).collect::<Vec<_>>()"]);
+}
+
+#[test]
+fn typescript_types_of_the_package_get_values() {
+    let file = "export type Mode = 'online' | 'always'\n\
+        export interface Point { x: number; label?: string }\n\
+        export class Box { constructor(size: number) {} }\n\
+        export function f<T>(m: Mode | undefined, p: Point, b: Box, v: unknown, t: T): boolean { return true }\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    assert_eq!(sources.ts_values("Mode | undefined", &[]), ["'online'", "'always'", "undefined"]);
+    let points = sources.ts_values("Point", &[]);
+    assert_eq!(points[0], "{ x: 0 }", "{points:?}");
+    assert!(points.iter().any(|point| point.contains("label: ")), "{points:?}");
+    assert_eq!(sources.ts_values("Box", &[])[0], "new Box(0)");
+    assert!(sources.ts_values("unknown", &[]).contains(&"null".to_owned()));
+    assert!(sources.ts_values("T", &["T".to_owned()]).contains(&"{ a: 1 }".to_owned()));
+    assert!(sources.ts_values("Map<string, Box>", &[]).is_empty());
+}

@@ -74,16 +74,21 @@ pub(super) async fn characterise(
         tracing::info!(function = name, %why, "no characterisation test");
         Ok(Some(nothing(&format!("{}: {why}", target.title))))
     };
-    if function.parent().is_some_and(|parent| parent.kind() == "declaration_list") {
-        return refuse("an associated function or method is not run (free functions are)".to_owned());
+    let in_class = function.parent().is_some_and(|parent| matches!(parent.kind(), "declaration_list" | "class_body"));
+    if lang != Lang::Rust && in_class {
+        return refuse("a method is not run (exported functions are)".to_owned());
     }
     let Some(parameters) = pure::parameters(function, source) else {
-        return refuse("a method is not run (free functions are)".to_owned());
+        return refuse("its parameter list could not be read".to_owned());
     };
-    let return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
+    let mut return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
     if lang == Lang::Rust && return_type.is_none() {
         return refuse("it returns nothing to assert on".to_owned());
     }
+    // An iterator is asserted on as the vector of what it yields.
+    let collect = return_type.as_deref().and_then(iterator_item).map(|item| {
+        return_type = Some(format!("Vec<{item}>"));
+    });
     let export = match lang {
         Lang::Rust => String::new(),
         Lang::TypeScript | Lang::Tsx => match ts_export(document, target.function.clone(), name) {
@@ -95,16 +100,26 @@ pub(super) async fn characterise(
     if let Some(why) = pure::side_effect(lang, &pure::with_callees(root, source, target.function.clone())) {
         return refuse(format!("not run, {why}"));
     }
-    // Inputs: calls with literal arguments in the project and the doc comments, values of the parameter types,
-    // then the model's proposals.
-    let mut calls = project_calls(document, name, target.arity);
+    // Inputs: calls with literal arguments in the project and the doc comments, values of the parameter types
+    // (the project's own types made as the project makes them), then the model's proposals.
+    let (mut calls, sources) = project_calls(document, name, target.arity);
+    // Rust: what goes before the argument list: the function's name, `Type::name`, or a receiver and `.name`.
+    let callees = match sources.rust_callees(function, source, name) {
+        _ if lang != Lang::Rust => vec![name.to_owned()],
+        None => vec![name.to_owned()],
+        Some(found) if found.is_empty() => {
+            return refuse("a method whose crate shows no way to make its receiver".to_owned());
+        }
+        Some(found) => found,
+    };
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
+    let type_parameters = pure::ts_type_parameters(function, source);
     let values: Vec<Vec<String>> = parameters
         .iter()
         .map(|parameter| match lang {
-            Lang::Rust => pure::rust_values(&parameter.ty, header),
-            Lang::TypeScript | Lang::Tsx => pure::ts_values(&parameter.ty),
+            Lang::Rust => sources.rust_values(&parameter.ty, header),
+            Lang::TypeScript | Lang::Tsx => sources.ts_values(&parameter.ty, &type_parameters),
         })
         .collect();
     let mut values = values;
@@ -112,17 +127,21 @@ pub(super) async fn characterise(
     for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
         pure::add_literals(lang, &parameter.ty, &found, values);
     }
-    push_new(&mut calls, pure::combine(&values, 32));
+    push_new(&mut calls, if values.is_empty() { vec!["()".to_owned()] } else { pure::combine(&values, 32) });
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
     if calls.len() < MODEL_BELOW {
         let function_source = &source[target.function.clone()];
         let proposed = propose_inputs(generator, lang, function_source, name, target.arity, budget, cancel);
         push_new(&mut calls, proposed.await?);
     }
-    calls.truncate(MAX_INPUTS);
     if calls.is_empty() {
         return refuse("no inputs: no call with literal arguments, no values for its parameter types".to_owned());
     }
+    // Rust inputs are whole expressions (the callee varies with the receiver); TypeScript ones argument lists.
+    let (name, calls) = match lang {
+        Lang::Rust => ("", pure::with_callees_and_args(&callees, &calls, collect.is_some(), MAX_INPUTS)),
+        Lang::TypeScript | Lang::Tsx => (name, calls.into_iter().take(MAX_INPUTS).collect()),
+    };
     let prepared_ms = started.elapsed().as_millis();
 
     let session = match exec.scratch_session().await {
@@ -286,10 +305,13 @@ fn unused_test_name(source: &str, name: &str) -> String {
 }
 
 /// Calls of the function with literal arguments in the document (its doc comments too) and in the other source
-/// files of its project (at most a few MB read).
-fn project_calls(document: &TaskDocument, name: &str, arity: Option<(usize, usize)>) -> Vec<String> {
+/// files of its project (at most a few MB read), and those files parsed (the document first).
+fn project_calls(document: &TaskDocument, name: &str, arity: Option<(usize, usize)>) -> (Vec<String>, pure::Sources) {
     let mut calls = pure::literal_calls(document.lang, &document.text, name, arity);
-    let Some(project) = document.path.as_deref().and_then(exec_check::find_project) else { return calls };
+    let mut texts = vec![document.text.clone()];
+    let Some(project) = document.path.as_deref().and_then(exec_check::find_project) else {
+        return (calls, pure::Sources::new(document.lang, texts));
+    };
     let extension = document.path.as_deref().and_then(Path::extension).map(|ext| ext.to_owned());
     let mut budget: u64 = 4 << 20;
     let mut stack = vec![project.root.join(&project.crate_dir)];
@@ -299,7 +321,10 @@ fn project_calls(document: &TaskDocument, name: &str, arity: Option<(usize, usiz
         for entry in entries.flatten() {
             let path = entry.path();
             let file_name = entry.file_name();
-            if ["target", "node_modules", ".git"].iter().any(|skip| file_name == *skip) {
+            // Build output (`build`, `dist`: emitted JavaScript and declaration files) is not the project's source.
+            if ["target", "node_modules", ".git", "build", "dist"].iter().any(|skip| file_name == *skip)
+                || file_name.to_string_lossy().ends_with(".d.ts")
+            {
                 continue;
             }
             let Ok(kind) = entry.file_type() else { continue };
@@ -314,11 +339,33 @@ fn project_calls(document: &TaskDocument, name: &str, arity: Option<(usize, usiz
                 files += 1;
                 if let Ok(text) = std::fs::read_to_string(&path) {
                     push_new(&mut calls, pure::literal_calls(document.lang, &text, name, arity));
+                    texts.push(text);
                 }
             }
         }
     }
-    calls
+    (calls, pure::Sources::new(document.lang, texts))
+}
+
+/// The item type of a return type `impl Iterator<Item = X>` (or another iterator trait): `X`.
+fn iterator_item(return_type: &str) -> Option<String> {
+    let rest = return_type.trim().trim_start_matches("->").trim().strip_prefix("impl ")?;
+    if !rest.contains("Iterator<") {
+        return None;
+    }
+    let item = rest.split_once("Item")?.1.trim_start().strip_prefix('=')?.trim_start();
+    let mut depth = 0i32;
+    for (at, ch) in item.char_indices() {
+        match ch {
+            '<' | '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '>' if depth == 0 => return Some(item[..at].trim().to_owned()),
+            '>' => depth -= 1,
+            ',' if depth == 0 => return Some(item[..at].trim().to_owned()),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Argument lists the model proposes for the function: a short answer, two samples.

@@ -1,0 +1,616 @@
+//! Characterisation tests' inputs of the project's own types, pure: how the file and its crate or package make
+//! a value of a type they define (Rust: `Type::new(..)` and other associated functions that return the type,
+//! `Type::default()`, struct literals, enum variants, constants; TypeScript: type aliases, interfaces as object
+//! literals, classes through their constructors), and the receivers of methods. The arguments these take are
+//! values of their parameter types, one level deep, so an input cannot reach outside by itself.
+
+use spark_grammars::tree_sitter::{Node, Tree};
+use spark_grammars::Lang;
+
+use super::{rust_values, slices, ts_values};
+
+/// At most this many values of one of the project's own types.
+const MAX_VALUES: usize = 8;
+
+/// The source files of a crate or package, parsed: the file under test first.
+pub struct Sources {
+    files: Vec<(String, Tree)>,
+}
+
+impl Sources {
+    /// Parses `texts` (the file under test first); a text that does not parse is left out.
+    pub fn new(lang: Lang, texts: Vec<String>) -> Sources {
+        let files =
+            texts.into_iter().filter_map(|text| crate::parse::text(lang, &text).map(|tree| (text, tree))).collect();
+        Sources { files }
+    }
+
+    /// Every node of the files' trees for which `visit` returns something, in file order.
+    fn collect<T>(&self, mut visit: impl FnMut(Node, &str) -> Option<T>) -> Vec<T> {
+        let mut out = Vec::new();
+        for (text, tree) in &self.files {
+            let mut stack = vec![tree.root_node()];
+            while let Some(node) = stack.pop() {
+                if let Some(found) = visit(node, text) {
+                    out.push(found);
+                }
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                stack.extend(children.into_iter().rev());
+            }
+        }
+        out
+    }
+
+    /// Values of a Rust type: the built-in ones of [`rust_values`], else the project's own (see
+    /// [`Sources::rust_own_values`]) and the constants of that type.
+    pub fn rust_values(&self, ty: &str, header: &str) -> Vec<String> {
+        self.rust_values_at(ty, header, 0)
+    }
+
+    fn rust_values_at(&self, ty: &str, header: &str, depth: usize) -> Vec<String> {
+        let ty = ty.trim();
+        let mut values = rust_values(ty, header);
+        if !values.is_empty() {
+            return values;
+        }
+        if let Some(generic) = self.rust_iterable(ty, header, depth) {
+            return generic;
+        }
+        values.extend(self.rust_constants(ty));
+        let (reference, bare) = split_reference(ty);
+        if let Some(rest) = bare.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+            // An array `[T; N]`: each of a few values of `T` repeated.
+            if let Some((element, length)) = rest.rsplit_once(';') {
+                let length = length.trim();
+                if length.chars().all(|ch| ch.is_ascii_digit()) {
+                    for value in self.rust_values_at(element, header, depth + 1).into_iter().take(3) {
+                        values.push(format!("{reference}[{value}; {length}]"));
+                    }
+                }
+            }
+            values.truncate(MAX_VALUES);
+            return values;
+        }
+        if depth < 2 {
+            for value in self.rust_own_values(bare, depth) {
+                let value = format!("{reference}{value}");
+                if !values.contains(&value) {
+                    values.push(value);
+                }
+            }
+        }
+        values.truncate(MAX_VALUES);
+        values
+    }
+
+    /// A generic parameter bound by `IntoIterator<Item = X>` (or `Iterator`): vectors of values of `X`, of
+    /// characters when `X` is itself a type parameter.
+    fn rust_iterable(&self, ty: &str, header: &str, depth: usize) -> Option<Vec<String>> {
+        let (reference, bare) = split_reference(ty);
+        let bounds = super::type_bounds(bare, header);
+        let item = bounds.split("Item").nth(1)?.trim_start().strip_prefix('=')?;
+        let end = item.find(['>', ',']).unwrap_or(item.len());
+        let item = item[..end].trim();
+        let iterator = bounds.contains("IntoIterator") || bounds.contains("Iterator");
+        if !iterator || depth > 1 {
+            return None;
+        }
+        let is_parameter = !item.is_empty() && item.chars().all(|ch| ch.is_alphanumeric() || ch == '_');
+        let elements = if is_parameter && rust_values(item, header).is_empty() && self.rust_type(item).is_none() {
+            ["'a'", "'b'", "'c'", "'x'", "'z'"].map(str::to_owned).to_vec()
+        } else if item.ends_with("[u8]") {
+            ["&b\"a\"[..]", "&b\"\"[..]", "&b\"hello\"[..]", "&b\"a b\"[..]", "&b\"x'y\"[..]"]
+                .map(str::to_owned)
+                .to_vec()
+        } else {
+            self.rust_values_at(item, header, depth + 1)
+        };
+        if elements.is_empty() {
+            return None;
+        }
+        let open = format!("{reference}vec![");
+        Some(slices(&elements, &open, "]"))
+    }
+
+    /// Whether the project defines a type of this name (a struct, an enum, a type alias).
+    fn rust_type(&self, name: &str) -> Option<()> {
+        let found = self.collect(|node, text| {
+            (matches!(node.kind(), "struct_item" | "enum_item" | "type_item")
+                && node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name))
+            .then_some(())
+        });
+        found.into_iter().next()
+    }
+
+    /// Constants and statics of type `ty` (spelt the same, lifetimes aside), by name.
+    fn rust_constants(&self, ty: &str) -> Vec<String> {
+        let wanted = without_lifetimes(ty);
+        self.collect(|node, text| {
+            if !matches!(node.kind(), "const_item" | "static_item") {
+                return None;
+            }
+            let name = &text[node.child_by_field_name("name")?.byte_range()];
+            let declared = &text[node.child_by_field_name("type")?.byte_range()];
+            (without_lifetimes(declared) == wanted).then(|| name.to_owned())
+        })
+    }
+
+    /// How the project makes a value of its own type `ty` (a path's last segment, generics dropped): associated
+    /// functions returning `Self` or the type whose arguments have values (`new()` first), `default()` where it
+    /// derives or implements `Default`, unit and tuple enum variants, struct literals and tuple structs whose
+    /// fields all have values.
+    pub fn rust_own_values(&self, ty: &str, depth: usize) -> Vec<String> {
+        let name = ty.split('<').next().unwrap_or(ty).rsplit("::").next().unwrap_or(ty).trim();
+        if name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_') {
+            return Vec::new();
+        }
+        let mut values: Vec<String> = Vec::new();
+        let push = |value: String, values: &mut Vec<String>| {
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        };
+        let first_values = |ty: &str| -> Vec<String> {
+            let mut found = self.rust_values_at(ty, "", depth + 1);
+            found.truncate(3);
+            found
+        };
+        for (text, tree) in &self.files {
+            let mut stack = vec![tree.root_node()];
+            while let Some(node) = stack.pop() {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                stack.extend(children.iter().rev().copied());
+                let named = node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name);
+                if matches!(node.kind(), "struct_item" | "enum_item") && named && derives_default(node, text) {
+                    push(format!("{name}::default()"), &mut values);
+                }
+                match node.kind() {
+                    "impl_item" => {
+                        let Some(self_ty) = node.child_by_field_name("type") else { continue };
+                        let self_name = text[self_ty.byte_range()].split('<').next().unwrap_or("").trim();
+                        if self_name != name {
+                            continue;
+                        }
+                        let trait_name = node.child_by_field_name("trait").map(|found| &text[found.byte_range()]);
+                        if trait_name == Some("Default") {
+                            push(format!("{name}::default()"), &mut values);
+                            continue;
+                        }
+                        if trait_name.is_some() {
+                            continue;
+                        }
+                        let Some(body) = node.child_by_field_name("body") else { continue };
+                        let mut constructors = Vec::new();
+                        let mut cursor = body.walk();
+                        for item in body.named_children(&mut cursor) {
+                            if let Some(made) = associated_constructor(item, text, name) {
+                                constructors.push(made);
+                            }
+                        }
+                        // `new` first: the usual way in.
+                        constructors.sort_by_key(|(function, _)| function != "new");
+                        for (function, parameters) in constructors {
+                            let options: Vec<Vec<String>> = parameters.iter().map(|ty| first_values(ty)).collect();
+                            for args in combine_few(&options) {
+                                push(format!("{name}::{function}({args})"), &mut values);
+                            }
+                        }
+                    }
+                    "enum_item" if named => {
+                        let Some(body) = node.child_by_field_name("body") else { continue };
+                        let mut cursor = body.walk();
+                        for variant in body.named_children(&mut cursor).filter(|item| item.kind() == "enum_variant") {
+                            let Some(variant_name) = variant.child_by_field_name("name") else { continue };
+                            let variant_name = &text[variant_name.byte_range()];
+                            match variant.child_by_field_name("body") {
+                                None => push(format!("{name}::{variant_name}"), &mut values),
+                                Some(fields) if fields.kind() == "ordered_field_declaration_list" => {
+                                    let options: Vec<Vec<String>> =
+                                        tuple_fields(fields, text).iter().map(|ty| first_values(ty)).collect();
+                                    for args in combine_few(&options).into_iter().take(2) {
+                                        push(format!("{name}::{variant_name}({args})"), &mut values);
+                                    }
+                                }
+                                Some(_) => {}
+                            }
+                        }
+                    }
+                    "struct_item" if named && generic_free(node) => match node.child_by_field_name("body") {
+                        Some(fields) if fields.kind() == "field_declaration_list" => {
+                            let named_fields = struct_fields(fields, text);
+                            let options: Vec<Vec<String>> =
+                                named_fields.iter().map(|(_, ty)| first_values(ty)).collect();
+                            let field_names: Vec<&str> = named_fields.iter().map(|(field, _)| field.as_str()).collect();
+                            for args in combine_few_parts(&options) {
+                                let inits: Vec<String> = field_names
+                                    .iter()
+                                    .zip(&args)
+                                    .map(|(field, value)| format!("{field}: {value}"))
+                                    .collect();
+                                push(format!("{name} {{ {} }}", inits.join(", ")), &mut values);
+                            }
+                        }
+                        Some(fields) if fields.kind() == "ordered_field_declaration_list" => {
+                            let options: Vec<Vec<String>> =
+                                tuple_fields(fields, text).iter().map(|ty| first_values(ty)).collect();
+                            for args in combine_few(&options) {
+                                push(format!("{name}({args})"), &mut values);
+                            }
+                        }
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+        }
+        // The crate's own constructors first, struct literals (which may break an invariant they keep) last.
+        values.sort_by_key(|value| value.contains(" {"));
+        values.truncate(MAX_VALUES);
+        values
+    }
+
+    /// The receivers of a Rust method (a function in an `impl` block with a `self` parameter): values of the
+    /// implementing type, and how each is spelt before `.method(..)`. `None` for a free function.
+    pub fn rust_callees(&self, function: Node, source: &str, name: &str) -> Option<Vec<String>> {
+        let list = function.parent().filter(|parent| parent.kind() == "declaration_list")?;
+        let implementation = list.parent().filter(|parent| parent.kind() == "impl_item")?;
+        let self_ty = &source[implementation.child_by_field_name("type")?.byte_range()];
+        let self_name = self_ty.split('<').next().unwrap_or(self_ty).trim();
+        let has_self = function.child_by_field_name("parameters").is_some_and(|list| {
+            (0..list.named_child_count()).any(|idx| list.named_child(idx).is_some_and(|p| p.kind() == "self_parameter"))
+        });
+        if !has_self {
+            return Some(vec![format!("{self_name}::{name}")]);
+        }
+        let receivers = self.rust_own_values(self_name, 0);
+        Some(receivers.into_iter().map(|receiver| format!("{receiver}.{name}")).collect())
+    }
+
+    /// Values of a TypeScript type: the built-in ones of [`ts_values`]; `any`, `unknown` and bare type
+    /// parameters as a mix of kinds; the project's type aliases and interfaces (as object literals) resolved.
+    pub fn ts_values(&self, ty: &str, type_parameters: &[String]) -> Vec<String> {
+        self.ts_values_at(ty, type_parameters, 0)
+    }
+
+    fn ts_values_at(&self, ty: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
+        let ty = ty.trim();
+        if matches!(ty, "any" | "unknown") || type_parameters.iter().any(|parameter| parameter == ty) {
+            return ANY_VALUES.map(str::to_owned).to_vec();
+        }
+        let parts: Vec<&str> = split_union(ty);
+        let literal = ty.starts_with(['"', '\'']) || ty.parse::<f64>().is_ok();
+        if parts.len() == 1 && (literal || ["true", "false", "undefined", "null"].contains(&ty)) {
+            return vec![ty.to_owned()];
+        }
+        let mut values = if parts.len() > 1 { Vec::new() } else { ts_values(ty) };
+        if !values.is_empty() || depth > 2 {
+            return values;
+        }
+        if parts.len() > 1 {
+            for part in parts {
+                for value in self.ts_values_at(part, type_parameters, depth + 1) {
+                    if !values.contains(&value) {
+                        values.push(value);
+                    }
+                }
+            }
+            values.truncate(2 * MAX_VALUES);
+            return values;
+        }
+        let array = ty
+            .strip_prefix("readonly ")
+            .unwrap_or(ty)
+            .strip_suffix("[]")
+            .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
+            .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')));
+        if let Some(element) = array {
+            return slices(&self.ts_values_at(element, type_parameters, depth + 1), "[", "]");
+        }
+        if ty.starts_with('{') && ty.ends_with('}') {
+            return self.ts_object_values(&ty[1..ty.len() - 1], type_parameters, depth);
+        }
+        let name = ty.split('<').next().unwrap_or(ty).trim();
+        if name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+            return values;
+        }
+        let definitions = self.collect(|node, text| {
+            let named = node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name);
+            if !named {
+                return None;
+            }
+            match node.kind() {
+                "type_alias_declaration" => {
+                    let value = node.child_by_field_name("value")?;
+                    Some(TsDefinition::Alias(text[value.byte_range()].to_owned()))
+                }
+                "interface_declaration" => {
+                    let body = node.child_by_field_name("body")?;
+                    let inner = &text[body.byte_range()];
+                    Some(TsDefinition::Object(inner[1..inner.len().saturating_sub(1)].to_owned()))
+                }
+                "class_declaration" => Some(TsDefinition::Class(class_constructor(node, text))),
+                _ => None,
+            }
+        });
+        match definitions.into_iter().next() {
+            Some(TsDefinition::Alias(aliased)) => self.ts_values_at(&aliased, type_parameters, depth + 1),
+            Some(TsDefinition::Object(members)) => self.ts_object_values(&members, type_parameters, depth),
+            Some(TsDefinition::Class(Some(parameters))) => {
+                let options: Vec<Vec<String>> = parameters
+                    .iter()
+                    .map(|ty| self.ts_values_at(ty, type_parameters, depth + 1).into_iter().take(3).collect())
+                    .collect();
+                combine_few(&options).into_iter().map(|args| format!("new {name}({args})")).collect()
+            }
+            Some(TsDefinition::Class(None)) | None => values,
+        }
+    }
+
+    /// Object literals from an object type's members (`a: string; b?: number`): required members only, then
+    /// with the optional ones; a member whose type has no values leaves the type without values.
+    fn ts_object_values(&self, members: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
+        let mut required: Vec<(String, Vec<String>)> = Vec::new();
+        let mut optional: Vec<(String, Vec<String>)> = Vec::new();
+        for member in split_members(members) {
+            let Some((key, ty)) = member.split_once(':') else { return Vec::new() };
+            let key = key.trim().trim_start_matches("readonly ").trim();
+            let (key, is_optional) = match key.strip_suffix('?') {
+                Some(key) => (key.trim(), true),
+                None => (key, false),
+            };
+            if key.is_empty() || !key.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+                return Vec::new();
+            }
+            let values: Vec<String> = self
+                .ts_values_at(ty, type_parameters, depth + 1)
+                .into_iter()
+                .filter(|value| value != "undefined")
+                .take(3)
+                .collect();
+            match (values.is_empty(), is_optional) {
+                (true, true) => {}
+                (true, false) => return Vec::new(),
+                (false, true) => optional.push((key.to_owned(), values)),
+                (false, false) => required.push((key.to_owned(), values)),
+            }
+        }
+        let object = |fields: &[(String, Vec<String>)], pick: usize| -> String {
+            let parts: Vec<String> = fields
+                .iter()
+                .enumerate()
+                .map(|(idx, (key, values))| format!("{key}: {}", values[(pick + idx) % values.len()]))
+                .collect();
+            if parts.is_empty() {
+                "{}".to_owned()
+            } else {
+                format!("{{ {} }}", parts.join(", "))
+            }
+        };
+        let mut values = Vec::new();
+        for pick in 0..3 {
+            let value = object(&required, pick);
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+        if !optional.is_empty() {
+            let all: Vec<(String, Vec<String>)> = required.iter().chain(&optional).cloned().collect();
+            for pick in 0..3 {
+                let value = object(&all, pick);
+                if !values.contains(&value) {
+                    values.push(value);
+                }
+            }
+        }
+        values
+    }
+}
+
+/// Values of `any`, `unknown` or an unconstrained type parameter: one or two of each kind.
+pub const ANY_VALUES: [&str; 14] =
+    ["undefined", "null", "0", "1", "-1", "\"\"", "\"a\"", "true", "false", "[]", "[1, 2]", "{}", "{ a: 1 }", "NaN"];
+
+enum TsDefinition {
+    Alias(String),
+    Object(String),
+    /// A class's constructor parameter types (`Some(vec![])` for none); `None` when one is not plain.
+    Class(Option<Vec<String>>),
+}
+
+/// The parameter types of a class's constructor (none declared: no parameters).
+fn class_constructor(class: Node, text: &str) -> Option<Vec<String>> {
+    let body = class.child_by_field_name("body")?;
+    let mut cursor = body.walk();
+    let constructor = body.named_children(&mut cursor).find(|member| {
+        member.kind() == "method_definition"
+            && member.child_by_field_name("name").is_some_and(|name| &text[name.byte_range()] == "constructor")
+    });
+    let Some(constructor) = constructor else { return Some(Vec::new()) };
+    let list = constructor.child_by_field_name("parameters")?;
+    let mut cursor = list.walk();
+    let mut types = Vec::new();
+    for parameter in list.named_children(&mut cursor) {
+        match parameter.kind() {
+            "required_parameter" => {
+                let ty = parameter.child_by_field_name("type")?;
+                types.push(text[ty.byte_range()].trim_start_matches(':').trim().to_owned());
+            }
+            "optional_parameter" => {}
+            _ => return None,
+        }
+    }
+    Some(types)
+}
+
+/// The members of an object type's body, split at top-level `;`, `,` and line ends.
+fn split_members(body: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (at, ch) in body.char_indices() {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !body[..at].ends_with('=') => depth -= 1,
+            ';' | ',' | '\n' if depth == 0 => {
+                parts.push(body[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(body[start..].trim());
+    parts
+        .into_iter()
+        .filter(|part| !part.is_empty() && !part.starts_with("//") && !part.starts_with("/*") && !part.starts_with('*'))
+        .collect()
+}
+
+/// The top-level parts of a union type.
+fn split_union(ty: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (at, ch) in ty.char_indices() {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !ty[..at].ends_with('=') => depth -= 1,
+            '|' if depth == 0 => {
+                parts.push(ty[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(ty[start..].trim());
+    parts.into_iter().filter(|part| !part.is_empty()).collect()
+}
+
+/// `&`, `&'a `, `&mut ` (kept, normalised) and the type behind it.
+fn split_reference(ty: &str) -> (&'static str, &str) {
+    let Some(rest) = ty.strip_prefix('&') else { return ("", ty) };
+    let rest = rest.trim_start();
+    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
+    match rest.strip_prefix("mut ") {
+        Some(rest) => ("&mut ", rest.trim()),
+        None => ("&", rest.trim()),
+    }
+}
+
+fn without_lifetimes(ty: &str) -> String {
+    let mut out = String::new();
+    let mut chars = ty.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\'' {
+            while chars.peek().is_some_and(|next| next.is_alphanumeric() || *next == '_') {
+                chars.next();
+            }
+            continue;
+        }
+        if !ch.is_whitespace() {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// Whether a struct or enum carries `#[derive(.., Default, ..)]`.
+fn derives_default(item: Node, text: &str) -> bool {
+    let mut previous = item.prev_named_sibling();
+    while let Some(attribute) = previous.filter(|node| node.kind() == "attribute_item") {
+        let attribute_text = &text[attribute.byte_range()];
+        if attribute_text.contains("derive") && attribute_text.contains("Default") {
+            return true;
+        }
+        previous = attribute.prev_named_sibling();
+    }
+    false
+}
+
+/// A struct without type parameters (a literal of one with them needs types the test cannot guess).
+fn generic_free(item: Node) -> bool {
+    item.child_by_field_name("type_parameters").is_none()
+}
+
+/// An associated function without `self` that returns `Self` or the type: its name and parameter types.
+fn associated_constructor(item: Node, text: &str, type_name: &str) -> Option<(String, Vec<String>)> {
+    if item.kind() != "function_item" {
+        return None;
+    }
+    let returns = text[item.child_by_field_name("return_type")?.byte_range()].trim();
+    if returns != "Self" && returns.split('<').next() != Some(type_name) {
+        return None;
+    }
+    let name = text[item.child_by_field_name("name")?.byte_range()].to_owned();
+    let list = item.child_by_field_name("parameters")?;
+    let mut cursor = list.walk();
+    let mut types = Vec::new();
+    for parameter in list.named_children(&mut cursor) {
+        match parameter.kind() {
+            "parameter" => types.push(text[parameter.child_by_field_name("type")?.byte_range()].to_owned()),
+            "self_parameter" => return None,
+            _ => {}
+        }
+    }
+    Some((name, types))
+}
+
+fn tuple_fields(list: Node, text: &str) -> Vec<String> {
+    let mut cursor = list.walk();
+    let mut types = Vec::new();
+    for field in list.named_children(&mut cursor) {
+        if !matches!(field.kind(), "visibility_modifier" | "attribute_item" | "line_comment" | "block_comment") {
+            types.push(text[field.byte_range()].to_owned());
+        }
+    }
+    types
+}
+
+fn struct_fields(list: Node, text: &str) -> Vec<(String, String)> {
+    let mut cursor = list.walk();
+    let mut fields = Vec::new();
+    for field in list.named_children(&mut cursor).filter(|field| field.kind() == "field_declaration") {
+        let (Some(name), Some(ty)) = (field.child_by_field_name("name"), field.child_by_field_name("type")) else {
+            continue;
+        };
+        fields.push((text[name.byte_range()].to_owned(), text[ty.byte_range()].to_owned()));
+    }
+    fields
+}
+
+/// Argument lists (joined with `, `) from each parameter's values: the first of each, then each parameter's
+/// other values in turn; none when a parameter has none.
+pub fn combine_few(options: &[Vec<String>]) -> Vec<String> {
+    combine_few_parts(options).into_iter().map(|parts| parts.join(", ")).collect()
+}
+
+fn combine_few_parts(options: &[Vec<String>]) -> Vec<Vec<String>> {
+    if options.iter().any(Vec::is_empty) {
+        return Vec::new();
+    }
+    let mut out: Vec<Vec<String>> = vec![options.iter().map(|values| values[0].clone()).collect()];
+    for (idx, values) in options.iter().enumerate() {
+        for value in values.iter().skip(1) {
+            let mut parts = out[0].clone();
+            parts[idx] = value.clone();
+            if !out.contains(&parts) {
+                out.push(parts);
+            }
+        }
+    }
+    out.truncate(4);
+    out
+}
+
+/// The type parameters a TypeScript function declares (`<T, K extends keyof X>` → `T`, `K`).
+pub fn ts_type_parameters(function: Node, source: &str) -> Vec<String> {
+    let Some(list) = function.child_by_field_name("type_parameters") else { return Vec::new() };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|parameter| parameter.child_by_field_name("name"))
+        .map(|name| source[name.byte_range()].to_owned())
+        .collect()
+}
