@@ -155,7 +155,7 @@ pub(crate) async fn region_sample(
 }
 
 /// The model's answer as the region's new text: the note's comments it repeated taken off, the code after the
-/// region it went on into cut, at most one line more than the region.
+/// region it went on into cut, as many lines as the region at most.
 pub(crate) fn region_answer(document: &TaskDocument, region: Range<usize>, answer: &str) -> String {
     let comment = document.lang.line_comment();
     let text = &document.text;
@@ -172,7 +172,9 @@ pub(crate) fn region_answer(document: &TaskDocument, region: Range<usize>, answe
     {
         lines.pop();
     }
-    lines.truncate(region_lines + 1);
+    // As many lines as the region: a line more was the code after it, changed (the dev slice's "runs past the
+    // node" refusals).
+    lines.truncate(region_lines);
     lines.join("\n")
 }
 
