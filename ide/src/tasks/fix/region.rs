@@ -161,9 +161,12 @@ pub(crate) fn region_answer(document: &TaskDocument, region: Range<usize>, answe
     let text = &document.text;
     let region_lines = text[region.clone()].lines().count().max(1);
     let mut lines: Vec<&str> = answer.trim_end().lines().collect();
+    // Blank lines first (the answer starting on a new line) and repeats of the note.
     while lines.first().is_some_and(|line| {
         let line = line.trim_start();
-        line.starts_with(&format!("{comment} error:")) || line.starts_with(&format!("{comment} the next"))
+        line.is_empty()
+            || line.starts_with(&format!("{comment} error:"))
+            || line.starts_with(&format!("{comment} the next"))
     }) {
         lines.remove(0);
     }
@@ -211,7 +214,11 @@ mod tests {
             "    // error: expected `;`\n    // help: add `;` here\n    // the next line, broken: let a = w * h\n";
         assert!(prompt.rendered.contains(&format!("u32 {{\n{note}<|fim_suffix|>\n    a\n}}\n")), "{}", prompt.rendered);
         assert_eq!(region_answer(&doc, region.clone(), "    let a = w * h;\n    a\n"), "    let a = w * h;");
-        assert_eq!(region_answer(&doc, region, "    // error: expected `;`\n    let a = w * h;"), "    let a = w * h;");
+        assert_eq!(
+            region_answer(&doc, region.clone(), "    // error: expected `;`\n    let a = w * h;"),
+            "    let a = w * h;"
+        );
+        assert_eq!(region_answer(&doc, region, "\n    let a = w * h;\n"), "    let a = w * h;");
     }
 
     #[test]
