@@ -38,6 +38,17 @@ pub fn render(fim: Option<&FimTemplate>, input: PromptInput<'_>) -> String {
     }
 }
 
+/// A fix's prompt (Spark fix's region edit): the document laid out as ghost text lays it out for a cursor at the
+/// start of the editable region — `header`, then `before` (the window up to the region's first line) — with
+/// `note` (the compiler's message and the broken lines, as comments ending in a line break) after it, `after`
+/// (the text behind the region) as the suffix, and the region itself as the middle the model writes. Everything
+/// up to the note is the prompt ghost text had at that line, so the KV cache of the document's slot serves it;
+/// the note, the suffix and the answer are the only new tokens.
+pub fn render_fix(fim: &FimTemplate, header: &str, before: &str, note: &str, after: &str) -> String {
+    let prefix = format!("{before}{note}");
+    render(Some(fim), PromptInput { header, prefix: &prefix, suffix: after })
+}
+
 /// The prefix up to and including its last line break, and the text typed on the cursor's line after it.
 pub fn split_at_line_start(prefix: &str) -> (&str, &str) {
     let at = prefix.rfind('\n').map_or(0, |newline| newline + 1);
@@ -171,6 +182,24 @@ mod tests {
                 previous = rendered;
             }
         }
+    }
+
+    #[test]
+    fn a_fix_prompt_keeps_the_ghost_prompt_of_the_region_start_as_its_prefix() {
+        let template = FimFamily::QwenCoder.template(None);
+        let (header, before) = ("// a.rs\n", "fn main() {\n");
+        let ghost = render(Some(&template), PromptInput { header, prefix: before, suffix: "    let x = 1\n}\n" });
+        let fix = render_fix(&template, header, before, "    // error: expected `;`\n", "\n}\n");
+        let shared = ghost.find(&template.suffix_marker).expect("a suffix marker");
+        assert_eq!(ghost[..shared], fix[..shared]);
+        expect![[r#"
+            <|fim_prefix|>// a.rs
+            fn main() {
+                // error: expected `;`
+            <|fim_suffix|>
+            }
+            <|fim_middle|>"#]]
+        .assert_eq(&fix);
     }
 
     #[test]

@@ -14,6 +14,8 @@ use spark_grammars::{smallest_capture, syntax_errors};
 use std::ops::Range;
 use tokio_util::sync::CancellationToken;
 
+mod region;
+
 /// The node a fix rewrites: the smallest statement or item around the target's errors.
 pub fn fix_node(document: &TaskDocument, target: &TaskTarget) -> Range<usize> {
     let root = document.tree.root_node();
@@ -98,58 +100,56 @@ pub(super) async fn fix(
     let compiled = !at_syntax_error && exec.compiles();
     let diagnosed_name = target.message.as_deref().and_then(|message| diagnosed_name(document, &target.range, message));
     let similar = diagnosed_name.map(|leaf| similar_names(document, leaf)).unwrap_or_default();
-    // Candidates no model writes, each offered only when the compiler accepts the file with it (`verify.compile`):
-    // the compiler's own suggested edits (rustc's `help:` replacements, tsc's "Did you mean", the import of a name
-    // another module exports), then the file's names spelled like the one the compiler cannot find (the
-    // compilers' "did you mean" for a name rustc does not suggest). The nearest name is not a fix unless it
-    // type-checks. Without a compiler the model decides, told the names.
-    // rustc's whole diagnostic for the document as it is (the run candidates are judged against): its suggested
-    // edits are candidates, its notes and help go into the model's prompt ("help: provide the argument: `f(a,
-    // /* u32 */)`").
-    let rustc = match (&target.message, document.lang) {
-        (Some(diagnostic), Lang::Rust) if compiled => exec.original_output(cancel).await.map(|(project, output)| {
-            let file = project.file.to_string_lossy().into_owned();
-            let suggestions = suggested::rustc_suggestions(&output, &file, diagnostic, target.range.clone());
-            (suggestions, suggested::rustc_help(&output, &file, diagnostic, target.range.clone()))
-        }),
-        _ => None,
-    };
-    let (rustc_suggestions, help) = rustc.unwrap_or_default();
-    if compiled && !budget.model_only {
-        let mut candidates: Vec<(Origin, FileChange)> =
-            compiler_candidates(document, target, rustc_suggestions, exec, cancel)
+    // The region fix (see [`region`]): the model's first answer for the diagnosed lines is written while the
+    // compiler checks the original and its own suggestions (the checker's cold start is paid once, beside the
+    // model); a suggestion that verifies stops the model.
+    let fim = region::fim_template(generator.engine);
+    let region = fim.as_ref().and_then(|_| region::fix_region(document, target));
+    let region_deadline = started + budget.time * 3 / 4;
+    let model_stop = cancel.child_token();
+    let first_region = async {
+        let (Some(fim), Some(region)) = (fim.as_ref(), region.clone()) else { return None };
+        // rustc's `help:` lines ("provide the argument: `f(a, /* u32 */)`") go into the note: its run of the
+        // original is the one the compiler's candidates need anyway.
+        let help = match (&target.message, document.lang) {
+            (Some(diagnostic), Lang::Rust) if compiled => exec
+                .original_output(cancel)
                 .await
-                .into_iter()
-                .map(|change| (Origin::Compiler, change))
-                .collect();
-        for other in diagnosed_name.map(|_| similar.as_slice()).unwrap_or_default() {
-            let leaf = diagnosed_name.expect("a similar name has a diagnosed name").byte_range();
-            let change = FileChange {
-                path: None,
-                create: false,
-                old_text: document.text.clone(),
-                replace: leaf,
-                insert: other.clone(),
-            };
-            if !candidates.iter().any(|(_, seen)| seen.new_text() == change.new_text()) {
-                candidates.push((Origin::SimilarName, change));
-            }
+                .map(|(project, output)| {
+                    let file = project.file.to_string_lossy().into_owned();
+                    suggested::rustc_help(&output, &file, diagnostic, target.range.clone())
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let message = if help.is_empty() { message.clone() } else { format!("{message}\n{}", help.join("\n")) };
+        let prompt = region::region_prompt(document, region, &message, &similar, fim);
+        let sampled =
+            region::region_sample(generator.engine, &prompt, Sampling::default(), region_deadline, &model_stop).await;
+        Some((prompt, sampled))
+    };
+    let compiler_first = async {
+        let found =
+            compiler_fixes(document, target, compiled, !budget.model_only, diagnosed_name, &similar, exec, cancel)
+                .await;
+        if found.0.is_some() {
+            model_stop.cancel();
         }
-        for (origin, change) in candidates {
-            let new_text = change.new_text();
-            let inserted = change.replace.start..change.replace.start + change.insert.len();
-            if let Err(rejection) = check_parses_no_worse(document.lang, &document.tree, &new_text, inserted) {
-                rejections.push(format!("{}: {rejection}", origin.name()));
-                continue;
-            }
-            match exec.check(&change, cancel).await {
-                Ok(()) if exec.ran_any() => {
-                    return Ok(TaskOutcome { origin, ..sampled(&title, Some(change), tried, rejections) });
-                }
-                // No compiler could be run here: leave it to the model.
-                Ok(()) => break,
-                Err(refusal) => rejections.push(format!("{}: {refusal}", origin.name())),
-            }
+        found
+    };
+    let ((found, help, compiler_rejections), first_region) = tokio::join!(compiler_first, first_region);
+    rejections.extend(compiler_rejections);
+    if let Some((origin, change)) = found {
+        return Ok(TaskOutcome { origin, ..sampled(&title, Some(change), tried, rejections) });
+    }
+    if let (Some((prompt, first)), Some(region)) = (first_region, region.clone()) {
+        let (found, region_tried, region_rejections) =
+            region_fix(generator, document, target, region, &prompt, first?, budget, region_deadline, exec, cancel)
+                .await?;
+        tried += region_tried;
+        rejections.extend(region_rejections);
+        if found.is_some() {
+            return Ok(sampled(&title, found, tried, rejections));
         }
     }
     let message = if help.is_empty() { message } else { format!("{message}\n{}", help.join("\n")) };
@@ -196,6 +196,153 @@ pub(super) async fn fix(
     rejections.extend(node_rejections);
     Ok(sampled(&title, found, tried, rejections))
 }
+
+/// The candidates no model writes, each offered only when the compiler accepts the file with it
+/// (`verify.compile`): the compiler's own suggested edits (rustc's `help:` replacements, tsc's "Did you mean", the
+/// import of a name another module exports), then the file's names spelled like the one the compiler cannot find
+/// (the compilers' "did you mean" for a name rustc does not suggest). The nearest name is not a fix unless it
+/// type-checks. Without a compiler (`compiled` false) the model decides, told the names; `suggest` false (the
+/// strong tier after the fast one) leaves them out. Returns the first that
+/// verified, rustc's `help:` lines for the model's prompt ("help: provide the argument: `f(a, /* u32 */)`"), and
+/// why the others were refused.
+#[allow(clippy::too_many_arguments)]
+async fn compiler_fixes(
+    document: &TaskDocument,
+    target: &TaskTarget,
+    compiled: bool,
+    suggest: bool,
+    diagnosed_name: Option<Node<'_>>,
+    similar: &[String],
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> (Option<(Origin, FileChange)>, Vec<String>, Vec<String>) {
+    let mut rejections = Vec::new();
+    // rustc's whole diagnostic for the document as it is (the run candidates are judged against).
+    let rustc = match (&target.message, document.lang) {
+        (Some(diagnostic), Lang::Rust) if compiled => exec.original_output(cancel).await.map(|(project, output)| {
+            let file = project.file.to_string_lossy().into_owned();
+            let suggestions = suggested::rustc_suggestions(&output, &file, diagnostic, target.range.clone());
+            (suggestions, suggested::rustc_help(&output, &file, diagnostic, target.range.clone()))
+        }),
+        _ => None,
+    };
+    let (rustc_suggestions, help) = rustc.unwrap_or_default();
+    if !compiled || !suggest {
+        return (None, help, rejections);
+    }
+    let mut candidates: Vec<(Origin, FileChange)> =
+        compiler_candidates(document, target, rustc_suggestions, exec, cancel)
+            .await
+            .into_iter()
+            .map(|change| (Origin::Compiler, change))
+            .collect();
+    if let Some(leaf) = diagnosed_name {
+        for other in similar {
+            let change = FileChange {
+                path: None,
+                create: false,
+                old_text: document.text.clone(),
+                replace: leaf.byte_range(),
+                insert: other.clone(),
+            };
+            if !candidates.iter().any(|(_, seen)| seen.new_text() == change.new_text()) {
+                candidates.push((Origin::SimilarName, change));
+            }
+        }
+    }
+    for (origin, change) in candidates {
+        let new_text = change.new_text();
+        let inserted = change.replace.start..change.replace.start + change.insert.len();
+        if let Err(rejection) = check_parses_no_worse(document.lang, &document.tree, &new_text, inserted) {
+            rejections.push(format!("{}: {rejection}", origin.name()));
+            continue;
+        }
+        match exec.check(&change, cancel).await {
+            Ok(()) if exec.ran_any() => return (Some((origin, change)), help, rejections),
+            // No compiler could be run here: leave it to the model.
+            Ok(()) => break,
+            Err(refusal) => rejections.push(format!("{}: {refusal}", origin.name())),
+        }
+    }
+    (None, help, rejections)
+}
+
+/// Samples of the region fix until one verifies: `first` (the greedy answer, generated beside the compiler's
+/// run), then up to two more with temperature, each on the prompt already in the task slot's KV cache (only the
+/// answer is decoded again), until `deadline`.
+#[allow(clippy::too_many_arguments)]
+async fn region_fix(
+    generator: &Generator<'_>,
+    document: &TaskDocument,
+    target: &TaskTarget,
+    region: Range<usize>,
+    prompt: &region::RegionPrompt,
+    first: spark_engine::Completion,
+    budget: TaskBudget,
+    deadline: Instant,
+    exec: &Gate<'_>,
+    cancel: &CancellationToken,
+) -> Result<(Option<FileChange>, usize, Vec<String>), EngineError> {
+    let at_syntax_error = syntax_errors(document.tree.root_node(), 256)
+        .iter()
+        .any(|error| error.start_byte() <= target.range.end && error.end_byte() >= target.range.start);
+    let mut rejections = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut completion = first;
+    let samples = budget.samples.clamp(1, REGION_SAMPLES);
+    for sample_idx in 0..samples {
+        if sample_idx > 0 {
+            if cancel.is_cancelled() || Instant::now() >= deadline {
+                return Ok((None, sample_idx, rejections));
+            }
+            let sampling = Sampling { temperature: 0.3 + 0.2 * sample_idx as f32, seed: 17 + sample_idx as u32 };
+            completion = region::region_sample(generator.engine, prompt, sampling, deadline, cancel).await?;
+        }
+        let stats = &completion.stats;
+        tracing::info!(
+            sample = sample_idx,
+            n_prompt = stats.n_prompt,
+            n_reused = stats.n_reused,
+            n_copied = stats.n_copied,
+            prompt_ms = stats.prompt_ms,
+            queue_ms = stats.queue_ms,
+            generate_ms = stats.generate_us / 1000,
+            n_generated = stats.n_generated,
+            stop = ?completion.stop,
+            "fix region sample"
+        );
+        if completion.stop == StopReason::Deadline {
+            rejections.push(format!("region: cut by the time budget after {} generated tokens", stats.n_generated));
+            return Ok((None, sample_idx + 1, rejections));
+        }
+        let candidate = region::region_answer(document, region.clone(), &completion.text);
+        if seen.contains(&candidate) {
+            continue;
+        }
+        match accept_rewrite(document, target, region.clone(), &candidate, PromptStyle::FewShot, at_syntax_error) {
+            Ok(change) => {
+                let checking = Instant::now();
+                let checked = exec.check(&change, cancel).await;
+                tracing::info!(
+                    sample = sample_idx,
+                    check_ms = checking.elapsed().as_millis() as u64,
+                    ok = checked.is_ok(),
+                    "fix region check"
+                );
+                match checked {
+                    Ok(()) => return Ok((Some(change), sample_idx + 1, rejections)),
+                    Err(refusal) => rejections.push(format!("region: {refusal}")),
+                }
+            }
+            Err(rejection) => rejections.push(format!("region: {rejection}")),
+        }
+        seen.push(candidate);
+    }
+    Ok((None, samples, rejections))
+}
+
+/// Samples of a region fix at most (greedy, then two with temperature).
+const REGION_SAMPLES: usize = 3;
 
 /// The compiler's own suggested edits for the target diagnostic, as changes of the document (see
 /// [`suggested`]): for Rust, rustc's replacements (`rustc`, read from `cargo check`'s output for the document as
