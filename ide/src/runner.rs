@@ -297,15 +297,7 @@ mod tests {
     #[test]
     fn a_cancelled_strong_only_task_answers_nothing_and_never_panics() {
         let text = "fn f() -> u32 {\n    1 +\n}\n";
-        let document = TaskDocument {
-            text: text.to_owned(),
-            lang: spark_grammars::Lang::Rust,
-            tree: spark_grammars::Lang::Rust.parser().parse(text, None).unwrap(),
-            path: None,
-            version: 1,
-            revision: 0,
-            open_files: Vec::new(),
-        };
+        let document = TaskDocument::parsed(spark_grammars::Lang::Rust, text);
         let target = TaskTarget { range: 22..22, message: None };
         let engine = Engine::start_scripted(vec!["1 + 2".to_owned()]);
         let settings = TaskSettings { fix: TierPolicy::Strong, ..TaskSettings::default() };

@@ -47,14 +47,8 @@ pub(super) fn line_span(text: &str, start: usize, end: usize) -> Range<usize> {
     line_start + first_non_space..line_end
 }
 
-pub(super) async fn fix(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
-    target: &TaskTarget,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
-) -> Result<TaskOutcome, EngineError> {
+pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
+    let Task { generator, document, target, budget, exec, cancel } = *task;
     let node = fix_node(document, target);
     // A diagnostic where the code parses is a compiler's (a name, a type, an argument): the fix must change the
     // diagnosed code itself. (At a syntax error, a candidate that keeps the error is refused for it anyway.)

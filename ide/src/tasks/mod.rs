@@ -56,6 +56,22 @@ pub struct TaskDocument {
     pub open_files: Vec<OpenFile>,
 }
 
+#[cfg(test)]
+impl TaskDocument {
+    /// `text` parsed as `lang`, with no file on disk and no other open file: what unit tests ask tasks about.
+    pub(crate) fn parsed(lang: Lang, text: &str) -> Self {
+        TaskDocument {
+            text: text.to_owned(),
+            lang,
+            tree: crate::parse::text(lang, text).expect("parses"),
+            path: None,
+            version: 1,
+            revision: 0,
+            open_files: Vec::new(),
+        }
+    }
+}
+
 /// A file open in the editor, as a task sees it.
 #[derive(Debug, Clone)]
 pub struct OpenFile {
@@ -154,6 +170,18 @@ impl TaskOutcome {
     }
 }
 
+/// What a task works with: the model, the document and the place, its budget, the execution checks and the
+/// cancel token.
+#[derive(Clone, Copy)]
+pub(super) struct Task<'a> {
+    generator: &'a Generator<'a>,
+    document: &'a TaskDocument,
+    target: &'a TaskTarget,
+    budget: TaskBudget,
+    exec: &'a Gate<'a>,
+    cancel: &'a CancellationToken,
+}
+
 /// Runs a task to completion (or to its budget).
 pub async fn run(
     generator: &Generator<'_>,
@@ -166,10 +194,11 @@ pub async fn run(
     let started = Instant::now();
     // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
     let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());
+    let task = Task { generator, document, target, budget, exec: &exec, cancel };
     let mut outcome = match kind {
-        TaskKind::Fix => fix(generator, document, target, budget, &exec, cancel).await?,
-        TaskKind::Tests => tests(generator, document, target, budget, &exec, cancel).await?,
-        TaskKind::Regex => regex(generator, document, target, budget, &exec, cancel).await?,
+        TaskKind::Fix => fix(&task).await?,
+        TaskKind::Tests => tests(&task).await?,
+        TaskKind::Regex => regex(&task).await?,
     };
     if outcome.verified() {
         outcome.title.push_str(&exec.summary());
@@ -369,15 +398,7 @@ mod unit {
     }
 
     fn document(lang: Lang, text: &str) -> TaskDocument {
-        TaskDocument {
-            text: text.to_owned(),
-            lang,
-            tree: crate::parse::text(lang, text).unwrap(),
-            path: None,
-            version: 1,
-            revision: 0,
-            open_files: Vec::new(),
-        }
+        TaskDocument::parsed(lang, text)
     }
 
     #[test]

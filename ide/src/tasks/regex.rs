@@ -228,14 +228,8 @@ fn choose(passed: &[Passed], decided: Option<&str>) -> Option<(String, Origin)> 
     best.map(|one| (one.pattern.clone(), one.origin))
 }
 
-pub(super) async fn regex(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
-    target: &TaskTarget,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
-) -> Result<TaskOutcome, EngineError> {
+pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
+    let Task { generator, document, target, budget, exec, cancel } = *task;
     let started = Instant::now();
     let Some((comment, spec)) = regex_comment_at(document, target.range.start) else {
         return Ok(nothing("Spark: no pattern description under the cursor"));

@@ -469,15 +469,7 @@ mod tests {
     use spark_grammars::Lang;
 
     fn document(lang: Lang, text: &str) -> TaskDocument {
-        TaskDocument {
-            text: text.to_owned(),
-            lang,
-            tree: crate::parse::text(lang, text).unwrap(),
-            path: None,
-            version: 1,
-            revision: 0,
-            open_files: Vec::new(),
-        }
+        TaskDocument::parsed(lang, text)
     }
 
     fn span(start: usize, end: usize, replacement: Option<&str>, applicability: &str) -> serde_json::Value {

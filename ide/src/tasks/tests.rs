@@ -31,14 +31,8 @@ pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, 
     None
 }
 
-pub(super) async fn tests(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
-    target: &TaskTarget,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
-) -> Result<TaskOutcome, EngineError> {
+pub(super) async fn tests(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
+    let Task { generator, document, target, budget, exec, cancel } = *task;
     let Some((function, name)) = function_at(document, target.range.start) else {
         return Ok(nothing("Spark: no function under the cursor"));
     };

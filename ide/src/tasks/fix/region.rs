@@ -188,15 +188,7 @@ mod tests {
     use spark_grammars::Lang;
 
     fn document(text: &str) -> TaskDocument {
-        TaskDocument {
-            text: text.to_owned(),
-            lang: Lang::Rust,
-            tree: crate::parse::text(Lang::Rust, text).expect("parses"),
-            path: None,
-            version: 1,
-            revision: 0,
-            open_files: Vec::new(),
-        }
+        TaskDocument::parsed(Lang::Rust, text)
     }
 
     #[test]
