@@ -99,24 +99,22 @@ impl Lang {
 
     /// The query sources, by query name, in the order of the fields of [`Queries`].
     pub(crate) fn query_sources(self) -> [(&'static str, &'static str); 6] {
+        macro_rules! sources {
+            ($dir:literal) => {
+                [
+                    ("items", include_str!(concat!("../", $dir, "/items.scm"))),
+                    ("functions", include_str!(concat!("../", $dir, "/functions.scm"))),
+                    ("tests", include_str!(concat!("../", $dir, "/tests.scm"))),
+                    ("comments", include_str!(concat!("../", $dir, "/comments.scm"))),
+                    ("imports", include_str!(concat!("../", $dir, "/imports.scm"))),
+                    ("blocks", include_str!(concat!("../", $dir, "/blocks.scm"))),
+                ]
+            };
+        }
         match self {
-            Lang::Rust => [
-                ("items", include_str!("../rust/items.scm")),
-                ("functions", include_str!("../rust/functions.scm")),
-                ("tests", include_str!("../rust/tests.scm")),
-                ("comments", include_str!("../rust/comments.scm")),
-                ("imports", include_str!("../rust/imports.scm")),
-                ("blocks", include_str!("../rust/blocks.scm")),
-            ],
+            Lang::Rust => sources!("rust"),
             // TSX is a superset of TypeScript for everything these queries look at.
-            Lang::TypeScript | Lang::Tsx => [
-                ("items", include_str!("../typescript/items.scm")),
-                ("functions", include_str!("../typescript/functions.scm")),
-                ("tests", include_str!("../typescript/tests.scm")),
-                ("comments", include_str!("../typescript/comments.scm")),
-                ("imports", include_str!("../typescript/imports.scm")),
-                ("blocks", include_str!("../typescript/blocks.scm")),
-            ],
+            Lang::TypeScript | Lang::Tsx => sources!("typescript"),
         }
     }
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Route, TaskSettings, TierPolicy};
 use crate::position::LspPosition;
 use crate::route::Generator;
-use crate::tasks::{self, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use crate::tasks::{self, TaskBudget, TaskDocument, TaskInput, TaskKind, TaskOutcome, TaskTarget};
 use crate::tiers::{StrongModel, Tier};
 
 /// What a task may take beyond its sampling budget before it is stopped (the default 12 s budget gets 30 s).
@@ -173,8 +173,8 @@ impl TaskRunner {
                     let TaskJob { kind, document, target, budget, tiers, fast_config, remote, route } = job;
                     let generator = Generator::new(&engine, remote.as_ref(), route);
                     let strong = strong_path.map(|path| (strong.as_ref(), path, fast_config));
-                    let outcome =
-                        run_tiers(&generator, strong, &tiers, kind, &document, &target, budget, &cancel).await;
+                    let input = TaskInput { kind, document: &document, target: &target };
+                    let outcome = run_tiers(&generator, strong, &tiers, input, budget, &cancel).await;
                     (outcome, generator.take_remote_error(), document)
                 })
             })
@@ -228,24 +228,22 @@ pub async fn off_the_async_workers<T: Send + 'static>(work: impl FnOnce() -> T +
 /// Runs a task on the tiers its policy allows: the fast tier with `budget`, then the strong tier (loaded on
 /// first need) with its own budget when nothing verified. The outcome names the tier that produced the edit;
 /// a strong tier that cannot load leaves the fast tier's outcome, with the reason among its rejections.
-#[allow(clippy::too_many_arguments)]
 async fn run_tiers(
     fast: &Generator<'_>,
     strong: Option<(&StrongModel, PathBuf, EngineConfig)>,
     settings: &TaskSettings,
-    kind: TaskKind,
-    document: &TaskDocument,
-    target: &TaskTarget,
+    input: TaskInput<'_>,
     budget: TaskBudget,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let kind = input.kind;
     let policy = settings.policy(kind);
     let Some((model, path, fast_config)) = strong.filter(|_| policy != TierPolicy::Fast) else {
-        return tasks::run(fast, kind, document, target, budget, cancel).await;
+        return tasks::run(fast, input, budget, cancel).await;
     };
     let mut outcome = None;
     if policy != TierPolicy::Strong {
-        let fast_outcome = tasks::run(fast, kind, document, target, budget, cancel).await?;
+        let fast_outcome = tasks::run(fast, input, budget, cancel).await?;
         if fast_outcome.verified() {
             return Ok(fast_outcome);
         }
@@ -262,7 +260,7 @@ async fn run_tiers(
             tracing::warn!(%error, "strong tier unavailable");
             let mut fallback = match outcome {
                 Some(outcome) => outcome,
-                None => tasks::run(fast, kind, document, target, budget, cancel).await?,
+                None => tasks::run(fast, input, budget, cancel).await?,
             };
             fallback.rejections.push(format!("strong tier unavailable: {error}"));
             return Ok(fallback);
@@ -276,7 +274,7 @@ async fn run_tiers(
         model_only: outcome.is_some(),
     };
     let generator = Generator::local(&engine);
-    let mut strong_outcome = tasks::run(&generator, kind, document, target, strong_budget, cancel).await?;
+    let mut strong_outcome = tasks::run(&generator, input, strong_budget, cancel).await?;
     strong_outcome.tier = Tier::Strong;
     if let Some(fast_outcome) = outcome {
         strong_outcome.samples_tried += fast_outcome.samples_tried;
@@ -312,9 +310,7 @@ mod tests {
                 &Generator::local(&engine),
                 strong,
                 &settings,
-                TaskKind::Fix,
-                &document,
-                &target,
+                TaskInput { kind: TaskKind::Fix, document: &document, target: &target },
                 TaskBudget::default(),
                 &cancel,
             ))

@@ -6,7 +6,7 @@ use std::time::Duration;
 use spark_engine::Engine;
 use spark_grammars::Lang;
 use spark_ide::route::Generator;
-use spark_ide::tasks::{self, Origin, TaskBudget, TaskDocument, TaskKind, TaskOutcome, TaskTarget};
+use spark_ide::tasks::{self, Origin, TaskBudget, TaskDocument, TaskInput, TaskKind, TaskOutcome, TaskTarget};
 use tokio_util::sync::CancellationToken;
 
 fn document(lang: Lang, text: &str) -> TaskDocument {
@@ -29,7 +29,12 @@ fn run(kind: TaskKind, lang: Lang, fixture: &str, outputs: &[&str]) -> TaskOutco
     let target = TaskTarget { range: at..at, message: None };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime
-        .block_on(tasks::run(&Generator::local(&engine), kind, &document, &target, budget, &CancellationToken::new()))
+        .block_on(tasks::run(
+            &Generator::local(&engine),
+            TaskInput { kind, document: &document, target: &target },
+            budget,
+            &CancellationToken::new(),
+        ))
         .unwrap()
 }
 

@@ -42,7 +42,12 @@ fn ts_tests_edit_the_open_test_file_at_its_version_not_the_copy_on_disk() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let generator = Generator::local(&engine);
     let outcome = runtime
-        .block_on(tasks::run(&generator, TaskKind::Tests, &document, &target, budget, &CancellationToken::new()))
+        .block_on(tasks::run(
+            &generator,
+            tasks::TaskInput { kind: TaskKind::Tests, document: &document, target: &target },
+            budget,
+            &CancellationToken::new(),
+        ))
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(outcome.verified(), "{outcome:?}");

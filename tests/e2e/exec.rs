@@ -603,9 +603,7 @@ fn generate_tests(file: &Path, text: &str, at: &str, model: &[&str]) -> spark_id
     let outcome = runtime()
         .block_on(spark_ide::tasks::run(
             &generator,
-            TaskKind::Tests,
-            &document,
-            &target,
+            spark_ide::tasks::TaskInput { kind: TaskKind::Tests, document: &document, target: &target },
             budget,
             &CancellationToken::new(),
         ))

@@ -179,14 +179,18 @@ impl<'a> Gate<'a> {
             }
             ProjectKind::Node => {
                 if self.compile_on() {
-                    let edited = EditedLines::of(&edited_path, change);
-                    match self.check_resident(&scratch, &edited_path, &new_text, &edited, cancel).await {
+                    let candidate = Candidate {
+                        path: &edited_path,
+                        text: &new_text,
+                        edited: EditedLines::of(&edited_path, change),
+                    };
+                    match self.check_resident(&scratch, &candidate, cancel).await {
                         Ok(passed) => ran.push(passed?),
                         Err(why) => {
                             if self.settings.ts_service {
                                 tracing::warn!(%why, "the resident TypeScript checker gave no answer: tsc --noEmit instead");
                             }
-                            ran.push(self.check_tsc(&scratch, &edited_path, &new_text, &edited, cancel).await?);
+                            ran.push(self.check_tsc(&scratch, &candidate, cancel).await?);
                         }
                     }
                 }
@@ -237,11 +241,10 @@ impl<'a> Gate<'a> {
     async fn check_tsc(
         &self,
         scratch: &Scratch,
-        edited_path: &Path,
-        new_text: &str,
-        edited: &EditedLines,
+        candidate: &Candidate<'_>,
         cancel: &CancellationToken,
     ) -> Result<String, Checked> {
+        let Candidate { path: edited_path, text: new_text, ref edited } = *candidate;
         let project = &scratch.project;
         let tsc = find_tsc(project)
             .ok_or_else(|| Checked::Unchecked(Unchecked::Tool("no tsc in node_modules/.bin or on PATH".to_owned())))?;
@@ -267,11 +270,10 @@ impl<'a> Gate<'a> {
     async fn check_resident(
         &self,
         scratch: &Scratch,
-        edited_path: &Path,
-        new_text: &str,
-        edited: &EditedLines,
+        candidate: &Candidate<'_>,
         cancel: &CancellationToken,
     ) -> Result<Result<String, Checked>, ServiceError> {
+        let Candidate { path: edited_path, text: new_text, ref edited } = *candidate;
         if !self.settings.ts_service {
             return Err(ServiceError::Unavailable("verify.tsService is off".to_owned()));
         }
@@ -421,6 +423,14 @@ impl Gate<'_> {
     pub fn time_limit(&self) -> Duration {
         self.settings.timeout()
     }
+}
+
+/// A candidate as the checks see it: the file it edits (relative to the project), its whole new text and the
+/// lines it changed.
+struct Candidate<'a> {
+    path: &'a Path,
+    text: &'a str,
+    edited: EditedLines,
 }
 
 async fn node_major() -> Option<u32> {

@@ -182,15 +182,22 @@ pub(super) struct Task<'a> {
     cancel: &'a CancellationToken,
 }
 
+/// What a task is asked: its kind, the document and the place in it.
+#[derive(Clone, Copy)]
+pub struct TaskInput<'a> {
+    pub kind: TaskKind,
+    pub document: &'a TaskDocument,
+    pub target: &'a TaskTarget,
+}
+
 /// Runs a task to completion (or to its budget).
 pub async fn run(
     generator: &Generator<'_>,
-    kind: TaskKind,
-    document: &TaskDocument,
-    target: &TaskTarget,
+    input: TaskInput<'_>,
     budget: TaskBudget,
     cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let TaskInput { kind, document, target } = input;
     let started = Instant::now();
     // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
     let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::characterise::{self as pure, Input, Mutant, Observation};
 use super::tests::{existing_test_module, rust_test_change, ts_export, ts_test_change, TsExport};
-use super::{first_code_block, nothing, strip_code_fences, TaskBudget, TaskDocument, TaskOutcome};
-use crate::exec_check::{self, Gate, ScratchSession, Step};
+use super::{first_code_block, nothing, strip_code_fences, Task, TaskBudget, TaskDocument, TaskOutcome};
+use crate::exec_check::{self, ScratchSession, Step};
 use crate::kinds::TsFramework;
 use crate::route::{Generator, PromptStyle, TaskPrompt};
 
@@ -46,14 +46,8 @@ pub(super) struct Target<'a> {
 
 /// Characterisation tests for the function, when code may run here (`verify.runTests` on, a project around
 /// the file): `None` when it may not, and the caller falls back to tests the model writes whole.
-pub(super) async fn characterise(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
-    target: &Target<'_>,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
-) -> Result<Option<TaskOutcome>, EngineError> {
+pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result<Option<TaskOutcome>, EngineError> {
+    let Task { generator, document, budget, exec, cancel, .. } = *task;
     if !budget.verify.run_tests {
         return Ok(None);
     }

@@ -1,14 +1,12 @@
 //! Test generation for the function under the cursor: a `#[test]` in the file's test module for Rust, a sibling `<name>.test.ts` (read from the editor's buffer when open) for TypeScript.
 
 use super::*;
-use crate::exec_check::Gate;
-use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::route::{PromptStyle, TaskPrompt};
 use crate::verify::{check_expected_values, check_tests};
 use spark_engine::EngineError;
 use spark_grammars::{smallest_capture, Lang};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use tokio_util::sync::CancellationToken;
 
 /// The function under the cursor: its byte range and name.
 pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, String)> {
@@ -32,7 +30,7 @@ pub fn function_at(document: &TaskDocument, at: usize) -> Option<(Range<usize>, 
 }
 
 pub(super) async fn tests(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
-    let Task { generator, document, target, budget, exec, cancel } = *task;
+    let Task { document, target, .. } = *task;
     let Some((function, name)) = function_at(document, target.range.start) else {
         return Ok(nothing("Spark: no function under the cursor"));
     };
@@ -67,31 +65,25 @@ pub(super) async fn tests(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
         import: &import,
         framework,
     };
-    if let Some(outcome) = super::probe::characterise(generator, document, &probe_target, budget, exec, cancel).await? {
+    if let Some(outcome) = super::probe::characterise(task, &probe_target).await? {
         return Ok(outcome);
     }
     let source = &document.text[function];
     match document.lang {
-        Lang::Rust => {
-            rust_tests(generator, document, FunctionTarget { source, name: &name, arity }, &title, budget, exec, cancel)
-                .await
-        }
+        Lang::Rust => rust_tests(task, FunctionTarget { source, name: &name, arity }, &title).await,
         Lang::TypeScript | Lang::Tsx => {
             let target = FunctionTarget { source, name: &name, arity };
-            ts_tests(generator, document, target, &import, &title, budget, exec, cancel).await
+            ts_tests(task, target, &import, &title).await
         }
     }
 }
 
 pub(super) async fn rust_tests(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
+    task: &Task<'_>,
     target: FunctionTarget<'_>,
     title: &str,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let Task { generator, document, budget, exec, cancel, .. } = *task;
     let FunctionTarget { source: function_source, name, arity } = target;
     let header = format!("    #[test]\n    fn {name}_works() {{\n");
     let task = TaskPrompt {
@@ -309,17 +301,13 @@ pub fn ts_export(document: &TaskDocument, function: Range<usize>, name: &str) ->
     TsExport::NotExported
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn ts_tests(
-    generator: &Generator<'_>,
-    document: &TaskDocument,
+    task: &Task<'_>,
     target: FunctionTarget<'_>,
     import: &str,
     title: &str,
-    budget: TaskBudget,
-    exec: &Gate<'_>,
-    cancel: &CancellationToken,
 ) -> Result<TaskOutcome, EngineError> {
+    let Task { generator, document, budget, exec, cancel, .. } = *task;
     let FunctionTarget { source: function_source, name, arity } = target;
     let framework = ts_framework(document.path.as_deref());
     let (imports, example_assert) = match framework {
