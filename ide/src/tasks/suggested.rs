@@ -412,8 +412,38 @@ pub fn ts_import_change(document: &TaskDocument, names: &[(String, bool)], speci
     );
     match last {
         Some(import) => change(import.end_byte(), format!("\n{line}")),
-        None => change(0, format!("{line}\n")),
+        None => match after_header(document) {
+            Some(at) => change(at, format!("{line}\n\n")),
+            None => change(0, format!("{line}\n")),
+        },
     }
+}
+
+/// Where the code of a file starts after its header (a licence or a description: leading comments that a blank
+/// line parts from what follows), where a first import goes; `None` when the file has no such header (a comment
+/// right above code documents that code and stays with it).
+fn after_header(document: &TaskDocument) -> Option<usize> {
+    let text = &document.text;
+    let root = document.tree.root_node();
+    let mut cursor = root.walk();
+    let (mut header_end, mut block_start) = (None, None);
+    for node in root.children(&mut cursor) {
+        if node.kind() != "comment" {
+            // After the header: the comments right above this code (its documentation), or the code itself.
+            return header_end.map(|_| block_start.unwrap_or(node.start_byte()));
+        }
+        block_start.get_or_insert(node.start_byte());
+        let gap = text.get(node.end_byte()..).unwrap_or("");
+        let blank_line_after = gap
+            .trim_start_matches([' ', '\t', '\r'])
+            .strip_prefix('\n')
+            .is_some_and(|rest| rest.trim_start_matches([' ', '\t', '\r']).starts_with('\n'));
+        if blank_line_after {
+            header_end = Some(node.end_byte());
+            block_start = None;
+        }
+    }
+    None
 }
 
 /// One import change for every name of `names` that a module exports (`exporters`, as [`ts_exporters_of`] gives
@@ -625,6 +655,21 @@ mod tests {
         let bare = document(Lang::TypeScript, "const x: Ticket = 1\n");
         let top = ts_import_change(&bare, &[("Ticket".into(), true)], "./types");
         assert_eq!(top.new_text(), "import type { Ticket } from \"./types\";\nconst x: Ticket = 1\n");
+    }
+
+    #[test]
+    fn a_first_import_goes_below_the_files_header_comment() {
+        let text = "// Licence: a header,\n// two lines.\n\n/** The function. */\nexport function f(a: Item) {}\n";
+        let doc = document(Lang::TypeScript, text);
+        let added = ts_import_change(&doc, &[("Item".into(), true)], "./item");
+        assert_eq!(
+            added.new_text(),
+            "// Licence: a header,\n// two lines.\n\nimport type { Item } from \"./item\";\n\n/** The function. */\nexport function f(a: Item) {}\n"
+        );
+        // A comment right above the code documents it: the import goes above it.
+        let text = "/** The function. */\nexport function f(a: Item) {}\n";
+        let added = ts_import_change(&document(Lang::TypeScript, text), &[("Item".into(), true)], "./item");
+        assert!(added.new_text().starts_with("import type { Item } from \"./item\";\n/** The function. */"));
     }
 
     #[test]
