@@ -6,13 +6,11 @@
 
 use super::regex_synth::synthesise;
 use super::*;
-use crate::exec_check::Gate;
-use crate::route::{Generator, PromptStyle, TaskPrompt};
+use crate::route::{PromptStyle, TaskPrompt};
 use crate::verify::{check_generalises, check_regex, probes, Generalisation, RegexFlavor, Rejection};
 use spark_engine::EngineError;
 use spark_grammars::{smallest_capture, syntax_errors, tree_sitter::Tree, Lang};
 use std::ops::Range;
-use tokio_util::sync::CancellationToken;
 
 /// A pattern description and its examples, read from a comment such as
 /// `// regex: ISO date, matches 2024-01-31, 1999-12-01, not 2024-1-31`.
