@@ -452,6 +452,10 @@ pub struct TaskSettings {
     pub strong_budget_ms: u64,
     /// The strong model is unloaded after this many seconds without a task.
     pub strong_idle_secs: u64,
+    /// Spark fix's region prompt (docs/fix.md): the model first rewrites only the diagnosed lines, as the middle of
+    /// a fill-in-the-middle prompt on the document. Default on; off, the model writes the diagnosed line and the
+    /// whole node as before (the evaluation runs both side by side).
+    pub fix_region: bool,
 }
 
 impl Default for TaskSettings {
@@ -463,6 +467,7 @@ impl Default for TaskSettings {
             regex: TierPolicy::FastThenStrong,
             strong_budget_ms: 20_000,
             strong_idle_secs: 300,
+            fix_region: true,
         }
     }
 }
@@ -608,6 +613,9 @@ mod tests {
             serde_json::from_value(serde_json::json!({"fix": "fast", "strongModel": "none"})).unwrap();
         assert_eq!(settings.policy(TaskKind::Fix), TierPolicy::Fast);
         assert_eq!(settings.policy(TaskKind::Tests), TierPolicy::FastThenStrong);
+        assert!(settings.fix_region);
+        let off: TaskSettings = serde_json::from_value(serde_json::json!({"fixRegion": false})).unwrap();
+        assert!(!off.fix_region);
         assert_eq!(settings.strong_model_path(None), None);
         let explicit = TaskSettings { strong_model: "/m/big.gguf".into(), ..TaskSettings::default() };
         assert_eq!(explicit.strong_model_path(Some("/m/small.gguf".as_ref())), Some(PathBuf::from("/m/big.gguf")));

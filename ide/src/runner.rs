@@ -272,6 +272,7 @@ async fn run_tiers(
         verify: budget.verify,
         // What needs no model was tried by the fast tier: the strong one spends its budget on its own answers.
         model_only: outcome.is_some(),
+        ..budget
     };
     let generator = Generator::local(&engine);
     let mut strong_outcome = tasks::run(&generator, input, strong_budget, cancel).await?;

@@ -673,7 +673,11 @@ impl Workspace {
             kind,
             document: snapshot,
             target,
-            budget: TaskBudget { verify: settings.verify, ..TaskBudget::default() },
+            budget: TaskBudget {
+                verify: settings.verify,
+                fix_region: settings.tasks.fix_region,
+                ..TaskBudget::default()
+            },
             tiers: settings.tasks.clone(),
             fast_config: settings.engine_config(),
             remote: remote.clone(),

@@ -97,7 +97,7 @@ pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
     // The region fix (see [`region`]): the model's first answer for the diagnosed lines is written while the
     // compiler checks the original and its own suggestions (the checker's cold start is paid once, beside the
     // model); a suggestion that verifies stops the model.
-    let fim = region::fim_template(generator.engine);
+    let fim = if budget.fix_region { region::fim_template(generator.engine) } else { None };
     let region = fim.as_ref().and_then(|_| region::fix_region(document, target));
     let region_deadline = started + budget.time * 3 / 4;
     let model_stop = cancel.child_token();

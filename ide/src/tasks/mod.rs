@@ -105,11 +105,19 @@ pub struct TaskBudget {
     /// The model's samples only: the candidates no model writes (the grammar's repair, the compiler's own
     /// suggestions, the file's similarly spelled names) were tried already, by the fast tier.
     pub model_only: bool,
+    /// Spark fix tries the region prompt first (`tasks.fixRegion`, on by default; see `fix/region.rs`).
+    pub fix_region: bool,
 }
 
 impl Default for TaskBudget {
     fn default() -> Self {
-        TaskBudget { samples: 4, time: Duration::from_secs(12), verify: VerifySettings::off(), model_only: false }
+        TaskBudget {
+            samples: 4,
+            time: Duration::from_secs(12),
+            verify: VerifySettings::off(),
+            model_only: false,
+            fix_region: true,
+        }
     }
 }
 
