@@ -105,7 +105,7 @@ pub struct TaskBudget {
     /// The model's samples only: the candidates no model writes (the grammar's repair, the compiler's own
     /// suggestions, the file's similarly spelled names) were tried already, by the fast tier.
     pub model_only: bool,
-    /// Spark fix tries the region prompt first (`tasks.fixRegion`, on by default; see `fix/region.rs`).
+    /// Spark fix tries the region prompt first (`tasks.fixRegion`, off by default; see `fix/region.rs`).
     pub fix_region: bool,
 }
 
@@ -116,7 +116,7 @@ impl Default for TaskBudget {
             time: Duration::from_secs(12),
             verify: VerifySettings::off(),
             model_only: false,
-            fix_region: true,
+            fix_region: false,
         }
     }
 }
