@@ -5,6 +5,7 @@
 //! compiler accepts the file with it (`verify.compile`). Everything here is pure: it reads compiler output, the
 //! document and, for imports, the package's source files.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -456,9 +457,25 @@ pub fn ts_combined_import(
     exporters: &[Vec<(PathBuf, bool)>],
 ) -> Option<FileChange> {
     let mut groups: Vec<(String, Vec<(String, bool)>)> = Vec::new();
-    for (name, exporters) in names.iter().zip(exporters) {
+    let conventional = sibling_specifiers(file, names);
+    // The barrels among them (modules that `export * from` others), with the modules they re-export.
+    let folder = file.parent().unwrap_or(Path::new(""));
+    let mut barrels: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for specifier in conventional.iter().flatten() {
+        if barrels.iter().all(|(seen, _)| seen != specifier) {
+            let exported = resolve_module(folder, specifier).map(|barrel| re_exported(&barrel)).unwrap_or_default();
+            barrels.push((specifier.clone(), exported));
+        }
+    }
+    for ((name, exporters), conventional) in names.iter().zip(exporters).zip(conventional) {
         let Some((exporter, type_only)) = exporters.first() else { continue };
-        let Some(specifier) = ts_specifiers(file, exporter, &document.text).into_iter().next() else { continue };
+        // The module the files beside this one import the name from (a package's barrel, whose order of
+        // evaluation the package may depend on), or a barrel they use that re-exports it, else the nearest module
+        // that declares it.
+        let barrel = || barrels.iter().find(|(_, exported)| exported.contains(exporter)).map(|(s, _)| s.clone());
+        let specifier =
+            conventional.or_else(barrel).or_else(|| ts_specifiers(file, exporter, &document.text).into_iter().next());
+        let Some(specifier) = specifier else { continue };
         match groups.iter_mut().find(|(seen, _)| *seen == specifier) {
             Some((_, listed)) => listed.push((name.clone(), *type_only)),
             None => groups.push((specifier, vec![(name.clone(), *type_only)])),
@@ -476,6 +493,85 @@ pub fn ts_combined_import(
         .collect();
     as_change(document, &parts)
 }
+
+/// For each of `names`, the relative module specifier that the other TypeScript files in `file`'s folder import
+/// it from most often (`None` where none imports it): how the package itself imports these names.
+fn sibling_specifiers(file: &Path, names: &[String]) -> Vec<Option<String>> {
+    static NAMED_IMPORT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["'](\.[^"']*)["']"#).expect("a valid pattern")
+    });
+    let mut counts: Vec<HashMap<String, usize>> = vec![HashMap::new(); names.len()];
+    let siblings = file.parent().and_then(|dir| std::fs::read_dir(dir).ok());
+    for entry in siblings.into_iter().flatten().flatten().take(MAX_SIBLINGS) {
+        let path = entry.path();
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let source = [".ts", ".tsx", ".mts", ".cts"].iter().any(|ext| name.ends_with(ext));
+        if !source || path == file {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        for import in NAMED_IMPORT.captures_iter(&text) {
+            let listed: Vec<&str> =
+                import[1].split(',').map(|item| item.trim().trim_start_matches("type ").trim()).collect();
+            for (wanted, counts) in names.iter().zip(counts.iter_mut()) {
+                if listed.iter().any(|item| item == wanted) {
+                    *counts.entry(import[2].to_owned()).or_default() += 1;
+                }
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|counts| {
+            let best = counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
+            best.map(|(specifier, _)| specifier)
+        })
+        .collect()
+}
+
+/// The TypeScript file a relative specifier names from `folder` (`./m`, `./m.js`, `./m.ts`, `./dir` with its
+/// `index.ts`, and `..`).
+fn resolve_module(folder: &Path, specifier: &str) -> Option<PathBuf> {
+    let base = folder.join(specifier.strip_suffix(".js").unwrap_or(specifier));
+    let candidates = [
+        base.clone(),
+        base.with_extension("ts"),
+        base.with_extension("tsx"),
+        base.join("index.ts"),
+        base.join("index.tsx"),
+    ];
+    let found =
+        candidates.into_iter().find(|path| path.is_file() && path.extension().is_some_and(|ext| ext != "js"))?;
+    Some(normalise(&found))
+}
+
+/// `path` without its `.` and `..` parts (no file system access: the paths here are the package's own).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The files a barrel module re-exports whole (`export * from "./m"`).
+fn re_exported(barrel: &Path) -> Vec<PathBuf> {
+    static EXPORT_ALL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"export\s*\*\s*from\s*["'](\.[^"']*)["']"#).expect("a valid pattern")
+    });
+    let folder = barrel.parent().unwrap_or(Path::new(""));
+    let Ok(text) = std::fs::read_to_string(barrel) else { return Vec::new() };
+    EXPORT_ALL.captures_iter(&text).filter_map(|export| resolve_module(folder, &export[1])).collect()
+}
+
+/// Files of a folder [`sibling_specifiers`] reads at most.
+const MAX_SIBLINGS: usize = 200;
 
 /// The names of tsc's "Cannot find name" errors in `file` (relative to the project, as tsc names it) in the
 /// output of a `tsc` run, in order and without repeats.
@@ -689,6 +785,37 @@ mod tests {
         let found = ts_exporters(&dir, &dir.join("src/a/use.ts"), "isQueued");
         let names: Vec<_> = found.iter().map(|(path, _)| path.strip_prefix(&dir).unwrap().to_path_buf()).collect();
         assert_eq!(names, vec![PathBuf::from("src/a/near.ts"), PathBuf::from("src/far/deep/other.ts")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_the_folder_imports_from_a_barrel_are_imported_from_it() {
+        let dir = std::env::temp_dir().join(format!("spark-barrel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in [
+            (
+                "src/internal.ts",
+                "export * from \"./utils/errors\"\nexport * from \"./core/scope\"\nexport * from \"./utils/common\"\n",
+            ),
+            ("src/utils/common.ts", "export const isSet = (x: unknown) => x instanceof Set\n"),
+            ("src/utils/errors.ts", "export function die(why: string): never { throw new Error(why) }\n"),
+            ("src/core/scope.ts", "import { die } from \"../internal\"\nexport interface Scope { depth: number }\n"),
+            ("src/core/proxy.ts", "import {\n\tdie,\n\ttype Scope,\n} from \"../internal\"\n"),
+            ("src/core/use.ts", "export function f(s: Scope) { die(\"no\"); isSet(s) }\n"),
+        ] {
+            std::fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
+            std::fs::write(dir.join(path), text).unwrap();
+        }
+        let file = dir.join("src/core/use.ts");
+        let names = vec!["die".to_owned(), "Scope".to_owned(), "isSet".to_owned()];
+        let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+        let exporters = ts_exporters_of(&dir, &file, &wanted);
+        let doc = document(Lang::TypeScript, "export function f(s: Scope) { die(\"no\"); isSet(s) }\n");
+        let change = ts_combined_import(&doc, &file, &names, &exporters).expect("one import of both");
+        assert_eq!(
+            change.new_text(),
+            "import { die, type Scope, isSet } from \"../internal\";\nexport function f(s: Scope) { die(\"no\"); isSet(s) }\n"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
