@@ -1,12 +1,16 @@
 //! Context gathering: from a document and a cursor, the text windows, header and stop mode of a fill-in
 //! request. The windows start on line boundaries snapped to fixed steps, so the prompt's start stays put while
 //! the user types and the model's KV cache keeps matching.
+//! Also the chunks of other recently used files that go before a prompt ([`other_files`]).
 
+use dashmap::DashMap;
 use spark_engine::StopMode;
 use spark_grammars::tree_sitter::StreamingIterator;
 use spark_grammars::{smallest_capture_near, tree_sitter, Lang};
 
+use crate::config::{PromptWindow, Settings};
 use crate::document::Document;
+use crate::ring::{self, Ring};
 
 /// Window sizes for one request.
 #[derive(Debug, Clone, Copy)]
@@ -192,6 +196,42 @@ fn rope_text<'r>(rope: &'r ropey::Rope) -> impl FnMut(tree_sitter::Node) -> std:
         let chunks: Vec<&[u8]> = rope.byte_slice(node.byte_range()).chunks().map(str::as_bytes).collect();
         chunks.into_iter()
     }
+}
+
+/// The last two segments of a URI or path, for the prompt header ("src/lib.rs").
+pub fn display_path(uri_or_path: &str) -> String {
+    let path = uri_or_path.split(['?', '#']).next().unwrap_or(uri_or_path);
+    let segments: Vec<&str> = path.rsplit('/').filter(|segment| !segment.is_empty()).take(2).collect();
+    segments.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
+/// Chunks of other recently opened or edited documents (the ring's places, read from `documents`) for the front
+/// of a prompt in `uri`, never from excluded files, within `context.otherFilesBytes`.
+pub fn other_files(
+    ring: &Ring<String>,
+    documents: &DashMap<String, Document>,
+    uri: &str,
+    settings: &Settings,
+) -> String {
+    let budget = settings.context.other_files_bytes.unwrap_or(PromptWindow::WIDE.other_files_bytes);
+    if budget == 0 {
+        return String::new();
+    }
+    let comment = documents.get(uri).and_then(|document| document.lang).map_or("//", |lang| lang.line_comment());
+    let mut chunks = Vec::new();
+    let mut used = 0;
+    for place in ring.chunks_for(&uri.to_owned()) {
+        if used >= budget || settings.is_excluded(&place.key) {
+            continue;
+        }
+        let Some(document) = documents.get(&place.key) else {
+            continue;
+        };
+        let text = ring::cut(&document, place.start_line, budget - used);
+        used += text.len();
+        chunks.push((display_path(&place.key), text));
+    }
+    ring::render(&chunks, comment, budget)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use spark_engine::{Completion, CompletionRequest, Engine, EngineError, StopMode}
 use tokio_util::sync::CancellationToken;
 
 use crate::config::InlineSettings;
+pub use crate::context::display_path;
 use crate::context::{self, Budget, FillContext};
 use crate::document::Document;
 
@@ -119,13 +120,6 @@ pub fn lane_of(key: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut hasher);
     hasher.finish()
-}
-
-/// The last two segments of a URI or path, for the prompt header ("src/lib.rs").
-pub fn display_path(uri_or_path: &str) -> String {
-    let path = uri_or_path.split(['?', '#']).next().unwrap_or(uri_or_path);
-    let segments: Vec<&str> = path.rsplit('/').filter(|segment| !segment.is_empty()).take(2).collect();
-    segments.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
 /// Start of the identifier that ends at `byte`, for clients that filter completion items by the typed word.

@@ -18,10 +18,11 @@ use spark_engine::{Engine, EngineError, EngineState, RecentCall, RemoteClient, R
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{self, Background, CutRequest, ReadyHook, SuggestionReady};
-use crate::config::{PromptWindow, Route, Settings};
+use crate::config::{Route, Settings};
+use crate::context;
 use crate::document::{Change, Document};
 use crate::position::{self, LspPosition, PositionEncoding};
-use crate::ring::{self, Ring};
+use crate::ring::Ring;
 use crate::route::{Generator, Served};
 use crate::suggest;
 use crate::tasks::{self, OpenFile, TaskBudget, TaskDocument, TaskKind, TaskTarget};
@@ -598,30 +599,10 @@ impl Workspace {
         }
     }
 
-    /// Chunks of other recently opened or edited documents for the front of a prompt in `uri` (never from
-    /// excluded files), within `context.otherFilesBytes`.
+    /// Chunks of other recently opened or edited documents for the front of a prompt in `uri`.
     fn other_files_context(&self, uri: &str, settings: &Settings) -> String {
-        let budget = settings.context.other_files_bytes.unwrap_or(PromptWindow::WIDE.other_files_bytes);
-        if budget == 0 {
-            return String::new();
-        }
-        let comment =
-            self.documents.get(uri).and_then(|document| document.lang).map_or("//", |lang| lang.line_comment());
-        let places = self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).chunks_for(&uri.to_owned());
-        let mut chunks = Vec::new();
-        let mut used = 0;
-        for place in places {
-            if used >= budget || settings.is_excluded(&place.key) {
-                continue;
-            }
-            let Some(document) = self.documents.get(&place.key) else {
-                continue;
-            };
-            let text = ring::cut(&document, place.start_line, budget - used);
-            used += text.len();
-            chunks.push((suggest::display_path(&place.key), text));
-        }
-        ring::render(&chunks, comment, budget)
+        let ring = self.ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        context::other_files(&ring, &self.documents, uri, settings)
     }
 
     /// Runs a task (fix, tests, regex) to a verified edit made for the document as it still is, or a message

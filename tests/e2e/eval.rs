@@ -125,11 +125,19 @@ fn regex_specs_are_enough_held_back_and_scored_right_by_the_regex_crate_and_node
     for lang in [Lang::Rust, Lang::Ts] {
         assert!(specs.iter().filter(|spec| spec.lang == lang).count() >= 20);
     }
-    let tasks_dir = spark_tests::workspace_root().join("ide/src/tasks");
-    let tasks: String = std::fs::read_dir(&tasks_dir)
-        .unwrap()
-        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
-        .collect();
+    // Every source file of the tasks, in folders too (tasks/fix/).
+    let mut tasks = String::new();
+    let mut folders = vec![spark_tests::workspace_root().join("ide/src/tasks")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                tasks.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
     let few_shots: Vec<_> = tasks
         .split(['\n', '"'])
         .filter_map(|line| line.split_once("Description: ").or_else(|| line.split_once("regex: ")))
