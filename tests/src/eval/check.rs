@@ -57,9 +57,17 @@ impl Scratch {
         let _ = std::fs::remove_dir_all(dir.join("src"));
         let _ = std::fs::remove_dir_all(dir.join("out"));
         std::fs::create_dir_all(&dir)?;
-        copy_tree(&package.dir().join("src"), &dir.join("src"))?;
+        corpus::copy_tree(&package.dir().join("src"), &dir.join("src"))?;
         match package.lang {
-            Lang::Rust => std::fs::write(dir.join("Cargo.toml"), scratch_cargo_toml(package)?)?,
+            Lang::Rust => {
+                std::fs::write(dir.join("Cargo.toml"), scratch_cargo_toml(package)?)?;
+                // The versions `cargo fetch` chose for the dev-dependencies (corpus::fetch), so that the offline
+                // build finds them in cargo's cache.
+                let lock = package.dir().join("Cargo.lock");
+                if lock.exists() {
+                    std::fs::copy(&lock, dir.join("Cargo.lock"))?;
+                }
+            }
             Lang::Ts => {
                 // No test framework in package.json: Spark writes node:test tests, which node runs as they are.
                 std::fs::write(dir.join("package.json"), "{\"name\": \"spark-eval-scratch\", \"private\": true}\n")?;
@@ -239,24 +247,48 @@ impl Drop for Restore {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
 /// A manifest of our own for the scratch crate: name, version, edition, the features that need no
-/// dependency (defaults on), no dependencies at all, its own workspace.
+/// dependency (defaults on), no dependencies but the dev-dependencies its sources name (the crate's own unit
+/// tests use them: quickcheck, pretty_assertions, …; those of its benches and integration tests are left out,
+/// the scratch copy has only `src/`), its own workspace.
 fn scratch_cargo_toml(package: &Package) -> Result<String> {
     let original: toml_edit::DocumentMut = std::fs::read_to_string(package.dir().join("Cargo.toml"))?.parse()?;
+    let sources: String = package
+        .sources()
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(package.dir().join(file)).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut dev_dependencies = String::new();
+    if let Some(table) = original.get("dev-dependencies").and_then(|item| item.as_table_like()) {
+        for (name, spec) in table.iter() {
+            let named = |word: &str| {
+                sources.match_indices(word).any(|(at, _)| {
+                    let before = sources[..at].chars().next_back();
+                    let after = sources[at + word.len()..].chars().next();
+                    let ident = |ch: Option<char>| ch.is_some_and(|ch| ch.is_alphanumeric() || ch == '_');
+                    !ident(before) && !ident(after)
+                })
+            };
+            if named(&name.replace('-', "_")) {
+                let spec = match spec.as_str() {
+                    Some(version) => format!("{{ version = \"{version}\" }}"),
+                    None => spec.as_inline_table().map(|inline| inline.to_string()).unwrap_or_else(|| {
+                        let mut inline = toml_edit::InlineTable::new();
+                        if let Some(table) = spec.as_table() {
+                            for (key, value) in table.iter() {
+                                if let Some(value) = value.as_value() {
+                                    inline.insert(key, value.clone());
+                                }
+                            }
+                        }
+                        inline.to_string()
+                    }),
+                };
+                dev_dependencies.push_str(&format!("{name} = {}\n", spec.trim()));
+            }
+        }
+    }
     let edition = original["package"].get("edition").and_then(|item| item.as_str()).unwrap_or("2015").to_owned();
     let mut features = String::new();
     if let Some(table) = original.get("features").and_then(|item| item.as_table()) {
@@ -276,7 +308,7 @@ fn scratch_cargo_toml(package: &Package) -> Result<String> {
         }
     }
     Ok(format!(
-        "[package]\nname = \"{}\"\nversion = \"{}\"\nedition = \"{edition}\"\n\n[lib]\npath = \"src/lib.rs\"\n\n[features]\n{features}\n[workspace]\n\n[lints.rust]\nunexpected_cfgs = \"allow\"\n",
+        "[package]\nname = \"{}\"\nversion = \"{}\"\nedition = \"{edition}\"\n\n[lib]\npath = \"src/lib.rs\"\n\n[features]\n{features}\n[dev-dependencies]\n{dev_dependencies}\n[workspace]\n\n[lints.rust]\nunexpected_cfgs = \"allow\"\n",
         package.name, package.version
     ))
 }

@@ -206,6 +206,13 @@ pub fn fetch(packages: &[Package]) -> Result<()> {
         cargo_vendor(&crates, &eval_dir().join("fetch"), &eval_dir().join("corpus/crates"))
             .context("cargo vendor failed for the eval corpus")?;
     }
+    // The crates' dev-dependencies into cargo's cache (and a Cargo.lock beside each crate): their own unit tests,
+    // which judge fixes and generated tests, use them, and the checks build offline.
+    for package in packages.iter().filter(|package| package.lang == Lang::Rust) {
+        if !package.dir().join("Cargo.lock").exists() {
+            cargo_fetch(&package.dir())?;
+        }
+    }
     for package in packages.iter().filter(|package| package.lang == Lang::Ts) {
         if !package.dir().join("package.json").exists() {
             npm_unpack(&package.name, &package.version, &eval_dir().join("corpus/npm-packs"), &package.dir())?;
@@ -235,6 +242,45 @@ pub fn cargo_vendor(crates: &[(&str, &str)], project: &Path, out: &Path) -> Resu
         .context("running cargo vendor")?;
     if !status.success() {
         bail!("cargo vendor failed for {crates:?}");
+    }
+    Ok(())
+}
+
+/// `cargo fetch` for the crate in `dir`: its dependencies and dev-dependencies into cargo's cache, `Cargo.lock`
+/// beside it. Run on a copy outside this repository (under it, cargo takes the crate for a member of Spark's
+/// workspace).
+fn cargo_fetch(dir: &Path) -> Result<()> {
+    let copy = std::env::temp_dir().join(format!("spark-eval-fetch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    copy_tree(dir, &copy)?;
+    let manifest = std::fs::read_to_string(copy.join("Cargo.toml"))?;
+    if !manifest.lines().any(|line| line.trim() == "[workspace]") {
+        std::fs::write(copy.join("Cargo.toml"), format!("{manifest}\n[workspace]\n"))?;
+    }
+    let output = Command::new("cargo")
+        .args(["fetch", "--quiet", "--manifest-path"])
+        .arg(copy.join("Cargo.toml"))
+        .output()
+        .context("running cargo fetch")?;
+    let copied = output.status.success() && std::fs::copy(copy.join("Cargo.lock"), dir.join("Cargo.lock")).is_ok();
+    let _ = std::fs::remove_dir_all(&copy);
+    if !copied {
+        bail!("cargo fetch failed for {}: {}", dir.display(), String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(())
+}
+
+/// Copies the tree at `from` to `to` (made when missing).
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
     }
     Ok(())
 }
