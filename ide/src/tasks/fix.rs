@@ -15,6 +15,7 @@ use std::ops::Range;
 use tokio_util::sync::CancellationToken;
 
 mod region;
+mod repair;
 
 /// The node a fix rewrites: the smallest statement or item around the target's errors.
 pub fn fix_node(document: &TaskDocument, target: &TaskTarget) -> Range<usize> {
@@ -37,6 +38,18 @@ pub fn fix_node(document: &TaskDocument, target: &TaskTarget) -> Range<usize> {
         Some(range) => range,
         None => line_span(&document.text, start, end),
     }
+}
+
+/// A compiler's message about syntax (rustc's delimiters and "expected …", TypeScript's TS1xxx codes), which
+/// may point where tree-sitter sees no error (rustc reports an unclosed delimiter at the end of the file).
+fn is_syntax_message(message: &str) -> bool {
+    let ts_syntax = message.match_indices("TS1").any(|(at, _)| {
+        let digits = &message.as_bytes()[at + 3..];
+        digits.len() >= 3
+            && digits[..3].iter().all(u8::is_ascii_digit)
+            && digits.get(3).is_none_or(|b| !b.is_ascii_digit())
+    });
+    ts_syntax || message.contains("delimiter") || message.starts_with("expected ") || message == "syntax error"
 }
 
 /// The whole lines (without the final line break) that `start..end` touches.
@@ -87,9 +100,41 @@ pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             }
         }
     }
+    let mut rejections: Vec<String> = refused_repair.into_iter().collect();
+    // A token the parser cannot place itself (a block's `}`, a `)` or `;` in a line): put in where the file then
+    // parses, and checked like any other fix.
+    if !budget.model_only && (at_syntax_error || is_syntax_message(&message)) {
+        let repairs = repair::token_repairs(document, target.range.start);
+        // Without a compiler to judge them, a repair is offered only when all that parse are the same code.
+        let agree = repairs.windows(2).all(|pair| {
+            let text = |(range, insert): &repair::Repair| {
+                let text = &document.text;
+                format!("{}{insert}{}", &text[..range.start], &text[range.end..]).split_whitespace().collect::<String>()
+            };
+            text(&pair[0]) == text(&pair[1])
+        });
+        let repairs = if exec.compiles() || agree { repairs } else { Vec::new() };
+        for (replace, insert) in repairs {
+            let change = FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert };
+            match exec.check(&change, cancel).await {
+                Ok(()) => {
+                    let outcome = TaskOutcome {
+                        changes: vec![change],
+                        title,
+                        samples_tried: 0,
+                        rejections,
+                        ms: 0,
+                        tier: Tier::Fast,
+                        origin: Origin::Grammar,
+                    };
+                    return Ok(outcome);
+                }
+                Err(refusal) => rejections.push(format!("token repair: {refusal}")),
+            }
+        }
+    }
     let started = Instant::now();
     let mut tried = 0;
-    let mut rejections: Vec<String> = refused_repair.into_iter().collect();
     // Where the compiler checks candidates (a diagnostic in code that parses, a project around the file).
     let compiled = !at_syntax_error && exec.compiles();
     let diagnosed_name = target.message.as_deref().and_then(|message| diagnosed_name(document, &target.range, message));
