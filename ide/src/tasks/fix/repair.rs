@@ -1,9 +1,9 @@
 //! One-token repairs of a syntax error, found by parsing instead of by the model: a block whose closing `}` the
-//! layout says is missing, a `)` or `]` missing on the error's line, a `;` or `,` missing there. Each candidate
-//! is the file with one token put in; it is kept only when the file then parses with fewer errors and none at
-//! the edit (the compiler then checks it like any other fix). A missing `}` cannot be placed by counting
-//! brackets (the next `}` of an outer block pairs with the open one): the indentation says where the block
-//! ends, as it does for a reader.
+//! layout says is missing, a `)` or `]` missing on the error's line, a `;` or `,` missing there, a stray
+//! punctuation token there. Each candidate is the file with one token put in or taken out; it is kept only when
+//! the file then parses with fewer errors and none at the edit (the compiler then checks it like any other fix).
+//! A missing `}` cannot be placed by counting brackets (the next `}` of an outer block pairs with the open one):
+//! the indentation says where the block ends, as it does for a reader.
 
 use std::ops::Range;
 
@@ -45,6 +45,10 @@ pub(super) fn token_repairs(document: &TaskDocument, diagnosed: usize) -> Vec<Re
         if separators.len() == 1 {
             candidates.extend(separators);
         }
+    }
+    // A stray token: one punctuation token of those lines taken out.
+    for &anchor in &anchors {
+        candidates.extend(stray_tokens(document, anchor));
     }
     let mut repairs: Vec<Repair> = Vec::new();
     for candidate in candidates {
@@ -163,11 +167,9 @@ fn block_closers(document: &TaskDocument) -> Vec<Repair> {
 /// parses, and is no call).
 fn line_tokens(document: &TaskDocument, first_error: usize, tokens: &[&str], most: usize) -> Vec<Repair> {
     let text = &document.text;
-    let line_start = text[..first_error].rfind('\n').map_or(0, |at| at + 1);
-    let window_start = text[..line_start.saturating_sub(1)].rfind('\n').map_or(0, |at| at + 1);
-    let window_end = text[first_error..].find('\n').map_or(text.len(), |at| first_error + at + 1);
-    let mut places: Vec<usize> = Vec::new();
-    leaf_ends(document.tree.root_node(), window_start..window_end, &mut places);
+    let mut leaves = Vec::new();
+    leaves_in(document.tree.root_node(), window(text, first_error), &mut leaves);
+    let mut places: Vec<usize> = leaves.into_iter().map(|leaf| leaf.end).collect();
     places.sort_unstable();
     places.dedup();
     let after_separator = |at: usize| text[..at].trim_end().ends_with(',');
@@ -181,20 +183,44 @@ fn line_tokens(document: &TaskDocument, first_error: usize, tokens: &[&str], mos
     repairs
 }
 
-/// The ends of the leaves (tokens the parser read, not assumed) under `node` that fall in `window`.
-fn leaf_ends(node: Node<'_>, window: Range<usize>, out: &mut Vec<usize>) {
+/// The line of `at` and the line before it, to the end of the line of `at` (its line break included).
+fn window(text: &str, at: usize) -> Range<usize> {
+    let line_start = text[..at].rfind('\n').map_or(0, |found| found + 1);
+    let start = text[..line_start.saturating_sub(1)].rfind('\n').map_or(0, |found| found + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |found| at + found + 1);
+    start..end
+}
+
+/// The punctuation tokens of the lines around `anchor` (see [`window`]) taken out one at a time, the nearest
+/// `anchor` first, where the file then parses (at most [`MAX_REPAIRS`]).
+fn stray_tokens(document: &TaskDocument, anchor: usize) -> Vec<Repair> {
+    let text = &document.text;
+    let mut leaves = Vec::new();
+    leaves_in(document.tree.root_node(), window(text, anchor), &mut leaves);
+    leaves.retain(|leaf| leaf.len() <= 3 && text[leaf.clone()].chars().all(|ch| ch.is_ascii_punctuation()));
+    leaves.sort_by_key(|leaf| leaf.start.abs_diff(anchor));
+    leaves
+        .into_iter()
+        .map(|leaf| (leaf, String::new()))
+        .filter(|repair| parses(document, repair))
+        .take(MAX_REPAIRS)
+        .collect()
+}
+
+/// The leaves (tokens the parser read, not assumed) under `node` that end in `window`.
+fn leaves_in(node: Node<'_>, window: Range<usize>, out: &mut Vec<Range<usize>>) {
     if node.end_byte() < window.start || node.start_byte() > window.end {
         return;
     }
     if node.child_count() == 0 {
         if !node.is_missing() && window.contains(&node.end_byte()) {
-            out.push(node.end_byte());
+            out.push(node.byte_range());
         }
         return;
     }
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
-        leaf_ends(child, window.clone(), out);
+        leaves_in(child, window.clone(), out);
     }
 }
 
@@ -224,7 +250,15 @@ mod tests {
     #[test]
     fn a_lost_paren_or_semicolon_goes_where_the_line_parses() {
         let broken = "fn f(v: &[u8]) {\n    let n = v.iter(.count();\n}\n";
-        assert_eq!(repaired(Lang::Rust, broken), ["fn f(v: &[u8]) {\n    let n = v.iter().count();\n}\n"]);
+        // Taking the `(` out parses too (`v.iter.count()`): the insertion comes first, the compiler decides, and
+        // without one the two disagree and neither is offered.
+        assert_eq!(
+            repaired(Lang::Rust, broken),
+            [
+                "fn f(v: &[u8]) {\n    let n = v.iter().count();\n}\n",
+                "fn f(v: &[u8]) {\n    let n = v.iter.count();\n}\n"
+            ]
+        );
         let broken = "class A {\n  protected stop(: void {\n    // nothing\n  }\n}\n";
         assert_eq!(
             repaired(Lang::TypeScript, broken),
@@ -242,6 +276,20 @@ mod tests {
         let broken = "fn f(v: &[u8]) -> P {\n    P {\n        a: v.len(,\n        b: 2,\n    }\n}\n";
         let fixed = "fn f(v: &[u8]) -> P {\n    P {\n        a: v.len(),\n        b: 2,\n    }\n}\n";
         assert_eq!(repaired(Lang::Rust, broken).first().map(String::as_str), Some(fixed));
+    }
+
+    #[test]
+    fn a_stray_token_is_taken_out() {
+        let broken = "function f(a: number[]) {\n  return g(a[0]]) + 1\n}\n";
+        assert_eq!(
+            repaired(Lang::TypeScript, broken).first().map(String::as_str),
+            Some("function f(a: number[]) {\n  return g(a[0]) + 1\n}\n")
+        );
+        let broken = "fn f(x: u8) -> u8 {\n    let y = = x + 1;\n    y\n}\n";
+        assert_eq!(
+            repaired(Lang::Rust, broken).first().map(String::as_str),
+            Some("fn f(x: u8) -> u8 {\n    let y =  x + 1;\n    y\n}\n")
+        );
     }
 
     #[test]
