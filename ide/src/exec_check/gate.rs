@@ -23,6 +23,8 @@ pub struct Gate<'a> {
     path: Option<&'a Path>,
     original: &'a str,
     target_message: Option<&'a str>,
+    /// The original text does not parse (a syntax error): a candidate may leave no error in the edited file.
+    broken: bool,
     /// The original text's errors and the compiler's whole output for it (where the fix path reads the
     /// compiler's own suggestions), computed at most once per task: when a candidate has errors, or when asked.
     baseline: tokio::sync::OnceCell<Result<(Vec<CompilerError>, String), String>>,
@@ -47,10 +49,24 @@ impl<'a> Gate<'a> {
             path,
             original,
             target_message,
+            broken: false,
             baseline: tokio::sync::OnceCell::new(),
             resident_baseline: tokio::sync::OnceCell::new(),
             passed: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Says whether the original text does not parse: then the compiler's errors for it are its recovery's, and
+    /// a candidate is refused for any error in the edited file, not only on the edited lines (a `;` put after
+    /// `let Self { mask }` "fixed" a stray `let`: the function then returned `()`, and rustc had said so of
+    /// the original too).
+    pub fn original_broken(mut self, broken: bool) -> Self {
+        self.broken = broken;
+        self
+    }
+
+    fn edited(&self, path: &Path, change: &FileChange) -> EditedLines {
+        EditedLines { whole_file: self.broken, ..EditedLines::of(path, change) }
     }
 
     fn compile_on(&self) -> bool {
@@ -140,7 +156,7 @@ impl<'a> Gate<'a> {
                     let step = cargo_check_step(project, self.kind == TaskKind::Tests);
                     let candidate = scratch.run_with(&edited_path, &new_text, &step, self.settings, cancel).await?;
                     let errors = parse_cargo_json(&candidate.stdout);
-                    let edited = EditedLines::of(&edited_path, change);
+                    let edited = self.edited(&edited_path, change);
                     self.judge_errors(&scratch, &edited, &step, &errors, parse_cargo_json, cancel).await?;
                     // A failure without a compiler error is the toolchain's or the environment's (no toolchain
                     // for this HOME, an offline registry), not the candidate's: nothing is claimed either way.
@@ -179,11 +195,8 @@ impl<'a> Gate<'a> {
             }
             ProjectKind::Node => {
                 if self.compile_on() {
-                    let candidate = Candidate {
-                        path: &edited_path,
-                        text: &new_text,
-                        edited: EditedLines::of(&edited_path, change),
-                    };
+                    let candidate =
+                        Candidate { path: &edited_path, text: &new_text, edited: self.edited(&edited_path, change) };
                     match self.check_resident(&scratch, &candidate, cancel).await {
                         Ok(passed) => ran.push(passed?),
                         Err(why) => {

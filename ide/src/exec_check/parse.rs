@@ -110,17 +110,20 @@ pub fn is_target_message(message: &str, target_message: &str) -> bool {
 pub struct EditedLines {
     pub file: String,
     pub lines: std::ops::RangeInclusive<u32>,
+    /// Every line of the file counts as edited: the original did not parse, so its errors (the compiler's
+    /// recovery from the syntax error) say nothing of what the fixed file may still have.
+    pub whole_file: bool,
 }
 
 impl EditedLines {
     pub fn of(file: &Path, change: &FileChange) -> EditedLines {
         let first = change.old_text[..change.replace.start].matches('\n').count() as u32 + 1;
         let last = first + change.insert.matches('\n').count() as u32;
-        EditedLines { file: file.to_string_lossy().into_owned(), lines: first..=last }
+        EditedLines { file: file.to_string_lossy().into_owned(), lines: first..=last, whole_file: false }
     }
 
     pub(super) fn contains(&self, error: &CompilerError) -> bool {
-        error.file == self.file && self.lines.contains(&error.line)
+        error.file == self.file && (self.whole_file || self.lines.contains(&error.line))
     }
 }
 
@@ -357,10 +360,15 @@ mod tests {
         // An error the original had once cannot excuse two.
         assert!(judge(&[unrelated.clone(), unrelated.clone()], Some(&baseline), None, None).is_err());
         // An error on the edited lines is refused even when the original had it (no target message given).
-        let edited = EditedLines { file: "src/lib.rs".into(), lines: 1..=1 };
+        let edited = EditedLines { file: "src/lib.rs".into(), lines: 1..=1, whole_file: false };
         let in_edit = judge(std::slice::from_ref(&target), Some(&baseline), None, Some(&edited)).unwrap_err();
         assert!(in_edit.starts_with("in the edit"), "{in_edit}");
-        assert_eq!(judge(&[unrelated], Some(&baseline), None, Some(&edited)), Ok(()));
+        assert_eq!(judge(std::slice::from_ref(&unrelated), Some(&baseline), None, Some(&edited)), Ok(()));
+        // The original did not parse: an error anywhere in the edited file refuses, the original's or not.
+        let elsewhere = EditedLines { file: "src/other.rs".into(), lines: 90..=91, whole_file: false };
+        assert_eq!(judge(std::slice::from_ref(&unrelated), Some(&baseline), None, Some(&elsewhere)), Ok(()));
+        let whole = EditedLines { whole_file: true, ..elsewhere };
+        assert!(judge(&[unrelated], Some(&baseline), None, Some(&whole)).unwrap_err().starts_with("in the edit"));
         let change = FileChange {
             path: None,
             create: false,

@@ -747,7 +747,10 @@ pub(super) fn missing_token_repair(document: &TaskDocument, node: Range<usize>) 
         .filter(|error| error.kind().chars().all(|ch| ch.is_ascii_punctuation()))
         .map(|error| (error.start_byte(), error.kind()))
         .collect();
-    if inserts.is_empty() {
+    // A closer the parser assumed right after a `,` ("f(a, b,\n),)"): it more likely belongs before the comma,
+    // which the one-token repairs try.
+    let after_comma = |at: usize| document.text[..at].trim_end().ends_with(',');
+    if inserts.is_empty() || inserts.iter().any(|(at, token)| matches!(*token, ")" | "]" | "}") && after_comma(*at)) {
         return None;
     }
     inserts.sort();

@@ -208,7 +208,9 @@ pub async fn run(
     let TaskInput { kind, document, target } = input;
     let started = Instant::now();
     // Execution checks (off unless the user turned them on) gate candidates after `edit_check`.
-    let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref());
+    let broken = !spark_grammars::syntax_errors(document.tree.root_node(), 1).is_empty();
+    let exec = Gate::new(budget.verify, kind, document.path.as_deref(), &document.text, target.message.as_deref())
+        .original_broken(broken);
     let task = Task { generator, document, target, budget, exec: &exec, cancel };
     let mut outcome = match kind {
         TaskKind::Fix => fix(&task).await?,
