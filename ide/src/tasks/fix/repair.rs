@@ -191,13 +191,19 @@ fn window(text: &str, at: usize) -> Range<usize> {
     start..end
 }
 
-/// The punctuation tokens of the lines around `anchor` (see [`window`]) taken out one at a time, the nearest
-/// `anchor` first, where the file then parses (at most [`MAX_REPAIRS`]).
+/// Stray tokens of the lines around `anchor` (see [`window`]) taken out one at a time, the nearest `anchor`
+/// first, where the file then parses (at most [`MAX_REPAIRS`]).
 fn stray_tokens(document: &TaskDocument, anchor: usize) -> Vec<Repair> {
     let text = &document.text;
     let mut leaves = Vec::new();
     leaves_in(document.tree.root_node(), window(text, anchor), &mut leaves);
-    leaves.retain(|leaf| leaf.len() <= 3 && text[leaf.clone()].chars().all(|ch| ch.is_ascii_punctuation()));
+    // A closer, or a separator or `=` where nothing can precede it (after another separator or an opening
+    // bracket); never an operator: `a +;` is an expression not yet written, not a stray `+`.
+    leaves.retain(|leaf| match &text[leaf.clone()] {
+        ")" | "]" | "}" => true,
+        "," | ";" | "=" => text[..leaf.start].trim_end().ends_with([';', ',', '(', '[', '{', '=']),
+        _ => false,
+    });
     leaves.sort_by_key(|leaf| leaf.start.abs_diff(anchor));
     leaves
         .into_iter()
@@ -250,15 +256,7 @@ mod tests {
     #[test]
     fn a_lost_paren_or_semicolon_goes_where_the_line_parses() {
         let broken = "fn f(v: &[u8]) {\n    let n = v.iter(.count();\n}\n";
-        // Taking the `(` out parses too (`v.iter.count()`): the insertion comes first, the compiler decides, and
-        // without one the two disagree and neither is offered.
-        assert_eq!(
-            repaired(Lang::Rust, broken),
-            [
-                "fn f(v: &[u8]) {\n    let n = v.iter().count();\n}\n",
-                "fn f(v: &[u8]) {\n    let n = v.iter.count();\n}\n"
-            ]
-        );
+        assert_eq!(repaired(Lang::Rust, broken), ["fn f(v: &[u8]) {\n    let n = v.iter().count();\n}\n"]);
         let broken = "class A {\n  protected stop(: void {\n    // nothing\n  }\n}\n";
         assert_eq!(
             repaired(Lang::TypeScript, broken),
