@@ -40,6 +40,19 @@ pub fn fix_node(document: &TaskDocument, target: &TaskTarget) -> Range<usize> {
     }
 }
 
+/// The outcome of a repair found by parsing (no model sample).
+fn grammar_fix(change: FileChange, title: String, rejections: Vec<String>) -> TaskOutcome {
+    TaskOutcome {
+        changes: vec![change],
+        title,
+        samples_tried: 0,
+        rejections,
+        ms: 0,
+        tier: Tier::Fast,
+        origin: Origin::Grammar,
+    }
+}
+
 /// A compiler's message about syntax (rustc's delimiters and "expected …", TypeScript's TS1xxx codes), which
 /// may point where tree-sitter sees no error (rustc reports an unclosed delimiter at the end of the file).
 fn is_syntax_message(message: &str) -> bool {
@@ -84,18 +97,7 @@ pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
                 insert: repaired,
             };
             match exec.check(&change, cancel).await {
-                Ok(()) => {
-                    let outcome = TaskOutcome {
-                        changes: vec![change],
-                        title,
-                        samples_tried: 0,
-                        rejections: Vec::new(),
-                        ms: 0,
-                        tier: Tier::Fast,
-                        origin: Origin::Grammar,
-                    };
-                    return Ok(outcome);
-                }
+                Ok(()) => return Ok(grammar_fix(change, title, Vec::new())),
                 Err(refusal) => refused_repair = Some(refusal),
             }
         }
@@ -117,18 +119,7 @@ pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
         for (replace, insert) in repairs {
             let change = FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert };
             match exec.check(&change, cancel).await {
-                Ok(()) => {
-                    let outcome = TaskOutcome {
-                        changes: vec![change],
-                        title,
-                        samples_tried: 0,
-                        rejections,
-                        ms: 0,
-                        tier: Tier::Fast,
-                        origin: Origin::Grammar,
-                    };
-                    return Ok(outcome);
-                }
+                Ok(()) => return Ok(grammar_fix(change, title, rejections)),
                 Err(refusal) => rejections.push(format!("token repair: {refusal}")),
             }
         }
