@@ -5,7 +5,9 @@
 //! A missing `}` cannot be placed by counting brackets (the next `}` of an outer block pairs with the open one):
 //! the indentation says where the block ends, as it does for a reader.
 
+use std::cell::Cell;
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use spark_grammars::syntax_errors;
 use spark_grammars::tree_sitter::Node;
@@ -17,6 +19,10 @@ use crate::verify::{check_clears_syntax_error, check_parses_no_worse};
 const MAX_REPAIRS: usize = 3;
 /// The most blocks whose `}` is looked for (the nearest the parser's first error).
 const MAX_BLOCKS: usize = 8;
+/// The most candidate files parsed for one fix, and the time they may take: a parse of a long file costs tens
+/// of milliseconds, and a line offers dozens of places.
+const MAX_PARSES: usize = 240;
+const PARSE_TIME: Duration = Duration::from_millis(1500);
 /// Words that continue a statement after a block's `}` on the same line.
 const CONTINUATIONS: [&str; 3] = ["else", "catch", "finally"];
 
@@ -31,38 +37,59 @@ pub(super) fn token_repairs(document: &TaskDocument, diagnosed: usize) -> Vec<Re
     let Some(first_error) = syntax_errors(root, 256).iter().map(|error| error.start_byte()).min() else {
         return Vec::new();
     };
-    let mut candidates = block_closers(document);
-    candidates.sort_by_key(|(range, _)| range.start.abs_diff(first_error));
-    candidates.truncate(MAX_BLOCKS);
+    let trial = Trial { document, left: Cell::new(MAX_PARSES), until: Instant::now() + PARSE_TIME };
+    let mut blocks = block_closers(document);
+    blocks.sort_by_key(|(range, _)| range.start.abs_diff(first_error));
+    blocks.truncate(MAX_BLOCKS);
+    // Every candidate below has parsed.
+    let mut candidates: Vec<Repair> = blocks.into_iter().filter(|repair| trial.parses(repair)).collect();
     let mut anchors = vec![diagnosed.min(document.text.len()), first_error];
     anchors.dedup();
     for &anchor in &anchors {
-        candidates.extend(line_tokens(document, anchor, &[")", "]"], MAX_REPAIRS));
+        candidates.extend(line_tokens(&trial, anchor, &[")", "]"], MAX_REPAIRS));
     }
     // A separator is guessed only when one place alone parses: `a b` may be `a; b` or `a, b` or a lost `+`.
     for &anchor in &anchors {
-        let separators = line_tokens(document, anchor, &[";", ","], 2);
+        let separators = line_tokens(&trial, anchor, &[";", ","], 2);
         if separators.len() == 1 {
             candidates.extend(separators);
         }
     }
     // A stray token: one punctuation token of those lines taken out.
     for &anchor in &anchors {
-        candidates.extend(stray_tokens(document, anchor));
+        candidates.extend(stray_tokens(&trial, anchor));
     }
     let mut repairs: Vec<Repair> = Vec::new();
     for candidate in candidates {
         if repairs.len() == MAX_REPAIRS {
             break;
         }
-        if !repairs.iter().any(|seen| seen == &candidate) && parses(document, &candidate) {
+        if !repairs.iter().any(|seen| seen == &candidate) {
             repairs.push(candidate);
         }
     }
     repairs
 }
 
-/// Whether the document with `repair` applied parses with fewer errors than before and none at the repair.
+/// Candidates parsed for one fix, within [`MAX_PARSES`] and [`PARSE_TIME`].
+struct Trial<'a> {
+    document: &'a TaskDocument,
+    left: Cell<usize>,
+    until: Instant,
+}
+
+impl Trial<'_> {
+    /// Whether the document with `repair` applied parses with fewer errors than before and none at the repair
+    /// (false once the parses are spent).
+    fn parses(&self, repair: &Repair) -> bool {
+        if self.left.get() == 0 || Instant::now() >= self.until {
+            return false;
+        }
+        self.left.set(self.left.get() - 1);
+        parses(self.document, repair)
+    }
+}
+
 fn parses(document: &TaskDocument, (range, insert): &Repair) -> bool {
     let text = &document.text;
     let new_text = format!("{}{insert}{}", &text[..range.start], &text[range.end..]);
@@ -165,7 +192,8 @@ fn block_closers(document: &TaskDocument) -> Vec<Repair> {
 /// Each of `tokens` put in between two tokens of the line of `first_error` and of the line before it, the places
 /// nearest the line's end first, at most `most` places per token; a place right after a `,` comes last (`f(,)`
 /// parses, and is no call).
-fn line_tokens(document: &TaskDocument, first_error: usize, tokens: &[&str], most: usize) -> Vec<Repair> {
+fn line_tokens(trial: &Trial<'_>, first_error: usize, tokens: &[&str], most: usize) -> Vec<Repair> {
+    let document = trial.document;
     let text = &document.text;
     let mut leaves = Vec::new();
     leaves_in(document.tree.root_node(), window(text, first_error), &mut leaves);
@@ -177,7 +205,7 @@ fn line_tokens(document: &TaskDocument, first_error: usize, tokens: &[&str], mos
     places.sort_by_key(|&at| after_separator(at));
     let mut repairs = Vec::new();
     for token in tokens {
-        let fitting = places.iter().map(|&at| (at..at, (*token).to_owned())).filter(|repair| parses(document, repair));
+        let fitting = places.iter().map(|&at| (at..at, (*token).to_owned())).filter(|repair| trial.parses(repair));
         repairs.extend(fitting.take(most));
     }
     repairs
@@ -193,7 +221,8 @@ fn window(text: &str, at: usize) -> Range<usize> {
 
 /// Stray tokens of the lines around `anchor` (see [`window`]) taken out one at a time, the nearest `anchor`
 /// first, where the file then parses (at most [`MAX_REPAIRS`]).
-fn stray_tokens(document: &TaskDocument, anchor: usize) -> Vec<Repair> {
+fn stray_tokens(trial: &Trial<'_>, anchor: usize) -> Vec<Repair> {
+    let document = trial.document;
     let text = &document.text;
     let mut leaves = Vec::new();
     leaves_in(document.tree.root_node(), window(text, anchor), &mut leaves);
@@ -208,7 +237,7 @@ fn stray_tokens(document: &TaskDocument, anchor: usize) -> Vec<Repair> {
     leaves
         .into_iter()
         .map(|leaf| (leaf, String::new()))
-        .filter(|repair| parses(document, repair))
+        .filter(|repair| trial.parses(repair))
         .take(MAX_REPAIRS)
         .collect()
 }
