@@ -47,18 +47,20 @@ fn the_corpus_is_pinned_fetched_and_big_enough() {
     }
 }
 
-fn spark_sources() -> String {
-    fn walk(dir: &std::path::Path, out: &mut String) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() && path.file_name().is_some_and(|name| name != "target") {
-                walk(&path, out);
-            } else if let Ok(text) = std::fs::read_to_string(&path) {
-                out.push_str(&text);
-                out.push('\n');
-            }
+/// The text of every file under `dir`, in its folders too (`target` aside), one after the other.
+fn walk(dir: &std::path::Path, out: &mut String) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.file_name().is_some_and(|name| name != "target") {
+            walk(&path, out);
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push_str(&text);
+            out.push('\n');
         }
     }
+}
+
+fn spark_sources() -> String {
     let mut text = String::new();
     for dir in ["server", "ide", "engine"] {
         walk(&spark_tests::workspace_root().join(dir), &mut text);
@@ -127,17 +129,7 @@ fn regex_specs_are_enough_held_back_and_scored_right_by_the_regex_crate_and_node
     }
     // Every source file of the tasks, in folders too (tasks/fix/).
     let mut tasks = String::new();
-    let mut folders = vec![spark_tests::workspace_root().join("ide/src/tasks")];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                folders.push(path);
-            } else {
-                tasks.push_str(&std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
+    walk(&spark_tests::workspace_root().join("ide/src/tasks"), &mut tasks);
     let few_shots: Vec<_> = tasks
         .split(['\n', '"'])
         .filter_map(|line| line.split_once("Description: ").or_else(|| line.split_once("regex: ")))

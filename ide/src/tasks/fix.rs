@@ -108,14 +108,7 @@ pub(super) async fn fix(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
     if !budget.model_only && (at_syntax_error || is_syntax_message(&message)) {
         let repairs = repair::token_repairs(document, target.range.start);
         // Without a compiler to judge them, a repair is offered only when all that parse are the same code.
-        let agree = repairs.windows(2).all(|pair| {
-            let text = |(range, insert): &repair::Repair| {
-                let text = &document.text;
-                format!("{}{insert}{}", &text[..range.start], &text[range.end..]).split_whitespace().collect::<String>()
-            };
-            text(&pair[0]) == text(&pair[1])
-        });
-        let repairs = if exec.compiles() || agree { repairs } else { Vec::new() };
+        let repairs = if exec.compiles() || repair::agree(&document.text, &repairs) { repairs } else { Vec::new() };
         for (replace, insert) in repairs {
             let change = FileChange { path: None, create: false, old_text: document.text.clone(), replace, insert };
             match exec.check(&change, cancel).await {

@@ -444,7 +444,7 @@ pub(super) fn escapes(source: &str, node_end: usize, candidate: &str, old: &str)
 }
 
 /// Text without whitespace, to compare code regardless of layout.
-pub(super) fn squash(text: &str) -> String {
+pub fn squash(text: &str) -> String {
     text.chars().filter(|ch| !ch.is_whitespace()).collect()
 }
 

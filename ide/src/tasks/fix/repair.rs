@@ -13,7 +13,7 @@ use spark_grammars::syntax_errors;
 use spark_grammars::tree_sitter::Node;
 
 use super::super::TaskDocument;
-use crate::verify::{check_clears_syntax_error, check_parses_no_worse};
+use crate::verify::{check_clears_syntax_error, check_parses_no_worse, squash};
 
 /// The most repairs handed to the compiler.
 const MAX_REPAIRS: usize = 3;
@@ -90,9 +90,21 @@ impl Trial<'_> {
     }
 }
 
-fn parses(document: &TaskDocument, (range, insert): &Repair) -> bool {
-    let text = &document.text;
-    let new_text = format!("{}{insert}{}", &text[..range.start], &text[range.end..]);
+/// `text` with `repair` applied.
+fn applied(text: &str, (range, insert): &Repair) -> String {
+    format!("{}{insert}{}", &text[..range.start], &text[range.end..])
+}
+
+/// Whether every repair gives the same code, layout aside.
+pub(super) fn agree(text: &str, repairs: &[Repair]) -> bool {
+    let mut codes = repairs.iter().map(|repair| squash(&applied(text, repair)));
+    let first = codes.next();
+    codes.all(|code| Some(code) == first)
+}
+
+fn parses(document: &TaskDocument, repair: &Repair) -> bool {
+    let new_text = applied(&document.text, repair);
+    let (range, insert) = repair;
     let edited = range.start..range.start + insert.len();
     check_parses_no_worse(document.lang, &document.tree, &new_text, edited).is_ok()
         && check_clears_syntax_error(document.lang, &document.tree, &new_text).is_ok()
@@ -266,10 +278,7 @@ mod tests {
 
     fn repaired(lang: Lang, text: &str) -> Vec<String> {
         let document = TaskDocument::parsed(lang, text);
-        token_repairs(&document, 0)
-            .into_iter()
-            .map(|(range, insert)| format!("{}{insert}{}", &text[..range.start], &text[range.end..]))
-            .collect()
+        token_repairs(&document, 0).into_iter().map(|repair| applied(text, &repair)).collect()
     }
 
     #[test]
