@@ -300,7 +300,7 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
             mutant
         })
         .collect();
-    let test = |body: &str| {
+    let test_against = |body: &str, mutants: &[String]| {
         let text = format!(
             "import {{ test }} from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n\ntest(\"compose\", () => {{\n  {body}\n}});\n"
         );
@@ -308,15 +308,24 @@ fn tests_that_assert_and_tests_that_do_not_are_told_apart() {
             &scratch,
             "src/compose.ts",
             &module,
-            &mutants,
+            mutants,
             &[],
             Some(("src/compose.test.ts", &text)),
         )
         .unwrap()
     };
+    let test = |body: &str| test_against(body, &mutants);
     let good = "assert.equal(compose((x: number) => x + 1, (x: number) => x * 2)(3), 7);\n  assert.equal(compose()(5), 5);\n  const f = (x: number) => x;\n  assert.equal(compose(f), f);";
     assert_eq!(test(good), Ok(()));
     assert!(test("assert.ok(typeof compose === \"function\");").is_err(), "asserts nothing the mutants change");
+    // A mutant that no longer type-checks still runs (tsc emits its JavaScript): what that does decides.
+    let ill_typed = module.replacen("funcs.length === 0", "funcs.length === \"0\"", 1);
+    assert_ne!(ill_typed, module);
+    assert_eq!(test_against("assert.equal(compose()(5), 5);", &[ill_typed.clone()]), Ok(()));
+    assert!(
+        test_against("assert.equal(compose((x: number) => x)(5), 5);", &[ill_typed]).is_err(),
+        "the mutant behaves the same"
+    );
 }
 
 #[test]

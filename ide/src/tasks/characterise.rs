@@ -136,7 +136,7 @@ if (process.argv[2] === "build") {{
       if (["node_modules", ".git", ".spark-probe"].includes(entry.name)) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (/\.(ts|tsx|mts|cts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) {{
+      else if (/\.(ts|tsx|mts|cts)$/.test(entry.name) && !/\.d\.(ts|mts|cts)$/.test(entry.name) && !/\.d\.[^.]+\.ts$/.test(entry.name)) {{
         const source = fs.readFileSync(full, "utf8");
         const js = ts.transpileModule(source, {{
           fileName: full,
@@ -505,13 +505,14 @@ pub struct Input {
 }
 
 /// The inputs to assert on: first those that kill mutants no input chosen so far kills (the most new kills
-/// first), then inputs with other values, up to `max`.
-pub fn choose(inputs: &[Input], max: usize) -> Vec<usize> {
+/// first), then inputs with other values, up to `max`; none of the `rejected` ones (their assertion did not
+/// type-check).
+pub fn choose(inputs: &[Input], max: usize, rejected: &BTreeSet<usize>) -> Vec<usize> {
     let mut chosen: Vec<usize> = Vec::new();
     let mut killed = BTreeSet::new();
     loop {
         let best = (0..inputs.len())
-            .filter(|idx| !chosen.contains(idx))
+            .filter(|idx| !chosen.contains(idx) && !rejected.contains(idx))
             .map(|idx| (inputs[idx].kills.difference(&killed).count(), idx))
             .filter(|(new, _)| *new > 0)
             .max_by_key(|(new, idx)| (*new, std::cmp::Reverse(*idx)));
@@ -527,7 +528,8 @@ pub fn choose(inputs: &[Input], max: usize) -> Vec<usize> {
         if chosen.len() >= max {
             break;
         }
-        if !chosen.contains(&idx) && !chosen.iter().any(|other| inputs[*other].value == input.value) {
+        let repeated = chosen.iter().any(|other| inputs[*other].value == input.value);
+        if !chosen.contains(&idx) && !rejected.contains(&idx) && !repeated {
             chosen.push(idx);
         }
     }

@@ -198,11 +198,12 @@ pub fn split_arguments(inner: &str) -> Vec<&str> {
 }
 
 /// Whether `arguments` holds only literals: strings, characters, numbers, booleans, and lists or options of
-/// them (no name a test could not see, no call that could reach outside).
+/// them (no name a test could not see, no call that could reach outside). TypeScript arguments may also be
+/// object literals and functions written out in them ([`is_self_contained_ts`]).
 pub fn is_literal_only(lang: Lang, arguments: &str) -> bool {
     let allowed: &[&str] = match lang {
         Lang::Rust => &["true", "false", "Some", "None", "vec", "b", "r", "to_string", "to_owned", "String", "from"],
-        Lang::TypeScript | Lang::Tsx => &["true", "false", "null", "undefined"],
+        Lang::TypeScript | Lang::Tsx => return is_self_contained_ts(lang, arguments),
     };
     let mut chars = arguments.char_indices().peekable();
     while let Some((at, ch)) = chars.next() {
@@ -250,11 +251,96 @@ pub fn is_literal_only(lang: Lang, arguments: &str) -> bool {
     !arguments.trim().is_empty()
 }
 
+/// The globals a TypeScript argument may name: values and pure built-ins, nothing that reaches files, the network,
+/// the environment, other modules or the global object.
+const TS_GLOBALS: &[&str] = &[
+    "undefined",
+    "NaN",
+    "Infinity",
+    "Math",
+    "JSON",
+    "Number",
+    "String",
+    "Boolean",
+    "Array",
+    "Object",
+    "Map",
+    "Set",
+    "Date",
+    "Error",
+    "TypeError",
+    "RangeError",
+    "RegExp",
+    "Symbol",
+    "BigInt",
+    "Promise",
+];
+
+/// Whether TypeScript `arguments` (an argument list without its parentheses) are self-contained: literals, arrays,
+/// object literals, and functions written out in them whose every name is one they declare (their parameters
+/// and locals) or a pure global ([`TS_GLOBALS`]); no `this`, `await`, `import` or `require`, no reach for a
+/// constructor or prototype (the way to `Function` and so to arbitrary code), one line.
+pub fn is_self_contained_ts(lang: Lang, arguments: &str) -> bool {
+    const KINDS: &[&str] = &["this", "await_expression", "import", "super", "meta_property", "with_statement"];
+    if arguments.trim().is_empty()
+        || arguments.contains('\n')
+        || ["constructor", "prototype", "__proto__", "__defineGetter__"].iter().any(|word| arguments.contains(word))
+    {
+        return false;
+    }
+    let text = format!("f({arguments});");
+    let mut parser = lang.parser();
+    let Some(tree) = parser.parse(&text, None) else { return false };
+    let root = tree.root_node();
+    if root.has_error() || root.named_child_count() != 1 {
+        return false;
+    }
+    let mut declared: BTreeSet<&str> = BTreeSet::new();
+    let mut names: Vec<Node> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let kind = node.kind();
+        if KINDS.contains(&kind) {
+            return false;
+        }
+        if matches!(kind, "identifier" | "shorthand_property_identifier") {
+            let declares = node.parent().is_some_and(|parent| {
+                let field = |name: &str| parent.child_by_field_name(name).is_some_and(|child| child.id() == node.id());
+                match parent.kind() {
+                    "required_parameter" | "optional_parameter" => field("pattern"),
+                    "arrow_function" => field("parameter"),
+                    "variable_declarator" => field("name"),
+                    "function_expression" | "function_declaration" => field("name"),
+                    "array_pattern" | "rest_pattern" | "shorthand_property_identifier_pattern" => true,
+                    _ => false,
+                }
+            });
+            let name = &text[node.byte_range()];
+            if declares {
+                declared.insert(name);
+            } else if node.start_byte() != 0 {
+                names.push(node);
+            }
+        }
+        if kind == "shorthand_property_identifier_pattern" {
+            declared.insert(&text[node.byte_range()]);
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    names.iter().all(|node| {
+        let name = &text[node.byte_range()];
+        declared.contains(name) || TS_GLOBALS.contains(&name)
+    })
+}
+
 /// A parameter as the signature spells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parameter {
     pub name: String,
     pub ty: String,
+    /// A TypeScript parameter that may be left out (`x?: T`, `x = 1`): `undefined` is one of its values.
+    pub optional: bool,
 }
 
 /// The parameters of the function at `function` (without `self`), in order.
@@ -270,9 +356,12 @@ pub fn parameters(function: Node, source: &str) -> Option<Vec<Parameter>> {
                 let ty = parameter
                     .child_by_field_name("type")
                     .map(|node| source[node.byte_range()].trim_start_matches(':').trim().to_owned());
+                let optional =
+                    parameter.kind() == "optional_parameter" || parameter.child_by_field_name("value").is_some();
                 out.push(Parameter {
                     name: name.unwrap_or("_").to_owned(),
                     ty: ty.unwrap_or_else(|| "any".to_owned()),
+                    optional,
                 });
             }
         }

@@ -30,7 +30,21 @@ fn literal_only_table() {
         (Lang::Rust, "x", false),
         (Lang::Rust, "foo()", false),
         (Lang::Rust, "std::fs::read(\"a\")", false),
-        (Lang::TypeScript, "\"a\", 1, [1, 2], { a: 1 }", false),
+        (Lang::TypeScript, "\"a\", 1, [1, 2], { a: 1 }", true),
+        (Lang::TypeScript, "{ queryKey: [\"todos\", 1], enabled: false }, undefined", true),
+        (Lang::TypeScript, "(x) => x + 1, (x: number) => { const y = x * 2; return Math.max(y, 0); }", true),
+        (Lang::TypeScript, "({ a, b }) => a + b, [1, 2].map((n) => n * 2)", true),
+        (Lang::TypeScript, "`a${1}b`, -1, new Map([[\"a\", 1]])", true),
+        (Lang::TypeScript, "x", false),
+        (Lang::TypeScript, "{ a }", false),
+        (Lang::TypeScript, "() => process.exit(1)", false),
+        (Lang::TypeScript, "() => require(\"fs\")", false),
+        (Lang::TypeScript, "() => globalThis.fetch(\"x\")", false),
+        (Lang::TypeScript, "[].constructor.constructor(\"return 1\")", false),
+        (Lang::TypeScript, "async () => await 1", false),
+        (Lang::TypeScript, "function () { return this; }", false),
+        (Lang::TypeScript, "(a) => b", false),
+        (Lang::TypeScript, "1, (", false),
         (Lang::TypeScript, "\"a\", 1, [1, 2], null", true),
         (Lang::Rust, "", false),
     ];
@@ -190,8 +204,12 @@ fn inputs_that_kill_mutants_first() {
         input("(3)", "2", &[]),
         input("(4)", "5", &[3]),
     ];
-    assert_eq!(choose(&inputs, 10), [0, 1, 2, 4]);
-    assert_eq!(choose(&inputs, 1), [2]);
+    let none = BTreeSet::new();
+    assert_eq!(choose(&inputs, 10, &none), [0, 1, 2, 4]);
+    assert_eq!(choose(&inputs, 1, &none), [2]);
+    // The input whose assertion did not type-check is replaced by one that kills what it killed.
+    assert_eq!(choose(&inputs, 10, &BTreeSet::from([2])), [0, 1, 3, 4]);
+    assert_eq!(choose(&inputs, 1, &BTreeSet::from([1, 2])), [4]);
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! literals, classes through their constructors), and the receivers of methods. The arguments these take are
 //! values of their parameter types, one level deep, so an input cannot reach outside by itself.
 
+use std::collections::HashMap;
+
 use spark_grammars::tree_sitter::{Node, Tree};
 use spark_grammars::Lang;
 
@@ -606,6 +608,20 @@ fn combine_few_parts(options: &[Vec<String>]) -> Vec<Vec<String>> {
 }
 
 /// The type parameters a TypeScript function declares (`<T, K extends keyof X>` → `T`, `K`).
+/// The constraints of a TypeScript function's type parameters: `T` → `QueryKey` for `<T extends QueryKey>`.
+pub fn ts_type_constraints(function: Node, source: &str) -> HashMap<String, String> {
+    let Some(list) = function.child_by_field_name("type_parameters") else { return HashMap::new() };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|parameter| {
+            let name = parameter.child_by_field_name("name")?;
+            let constraint = parameter.child_by_field_name("constraint")?;
+            let ty = source[constraint.byte_range()].trim().trim_start_matches("extends").trim();
+            Some((source[name.byte_range()].to_owned(), ty.to_owned()))
+        })
+        .collect()
+}
+
 pub fn ts_type_parameters(function: Node, source: &str) -> Vec<String> {
     let Some(list) = function.child_by_field_name("type_parameters") else { return Vec::new() };
     let mut cursor = list.walk();

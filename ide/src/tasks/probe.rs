@@ -27,6 +27,9 @@ const MAX_MUTANTS: usize = 24;
 const MODEL_BELOW: usize = 4;
 /// At most this many assertions in the offered test.
 const MAX_ASSERTIONS: usize = 10;
+/// No further try at a test that type-checks after this long from the request (`tsc` without the resident
+/// service costs seconds a try).
+const TRIES_WITHIN: Duration = Duration::from_secs(10);
 /// How long one run of the probe may take on the original, and on a mutant (a mutant that loops is killed).
 const ORIGINAL_LIMIT: Duration = Duration::from_secs(3);
 const MUTANT_LIMIT: Duration = Duration::from_secs(2);
@@ -109,17 +112,32 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
     let type_parameters = pure::ts_type_parameters(function, source);
+    let constraints = pure::ts_type_constraints(function, source);
     let values: Vec<Vec<String>> = parameters
         .iter()
         .map(|parameter| match lang {
             Lang::Rust => sources.rust_values(&parameter.ty, header),
-            Lang::TypeScript | Lang::Tsx => sources.ts_values(&parameter.ty, &type_parameters),
+            // `x: T` with `T extends QueryKey` takes values of `QueryKey` first.
+            Lang::TypeScript | Lang::Tsx => match constraints.get(&parameter.ty) {
+                Some(constraint) => {
+                    let values = sources.ts_values(constraint, &type_parameters);
+                    if values.is_empty() {
+                        sources.ts_values(&parameter.ty, &type_parameters)
+                    } else {
+                        values
+                    }
+                }
+                None => sources.ts_values(&parameter.ty, &type_parameters),
+            },
         })
         .collect();
     let mut values = values;
     let found = pure::literals(function, source);
     for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
         pure::add_literals(lang, &parameter.ty, &found, values);
+        if parameter.optional && !values.iter().any(|value| value == "undefined") {
+            values.push("undefined".to_owned());
+        }
     }
     push_new(&mut calls, if values.is_empty() { vec!["()".to_owned()] } else { pure::combine(&values, 32) });
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
@@ -169,14 +187,21 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             mutants.len()
         ));
     }
-    let mut chosen = pure::choose(&inputs, MAX_ASSERTIONS);
     let test_name = unused_test_name(source, name);
+    // Each try writes the test and has the gate check it. An assertion the compiler refuses (a TypeScript
+    // argument of the wrong type runs but does not type-check) is dropped and its input rejected, and the inputs
+    // are chosen again from the rest. Rust tries the asserted values as literals, then as their Debug output;
+    // TypeScript tries until one passes (the resident service answers in milliseconds).
+    let tries = if lang == Lang::Rust { 2 } else { MAX_INPUTS };
+    let mut rejected = BTreeSet::new();
+    let mut chosen = Vec::new();
     let mut outcome = None;
-    let forms: &[bool] = if lang == Lang::Rust { &[true, false] } else { &[true, true, true] };
-    for literal in forms.iter().copied() {
-        if chosen.is_empty() {
+    for attempt in 0..tries {
+        chosen = pure::choose(&inputs, MAX_ASSERTIONS, &rejected);
+        if chosen.is_empty() || (attempt > 0 && started.elapsed() > TRIES_WITHIN) {
             break;
         }
+        let literal = lang != Lang::Rust || attempt == 0;
         let assertions: Vec<String> = chosen
             .iter()
             .map(|idx| {
@@ -214,14 +239,17 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             }
             Err(refusal) => {
                 tracing::info!(%refusal, literal, "characterisation test refused");
-                // A TypeScript argument of the wrong type runs but does not type-check: its assertion goes.
                 let new_text = change.new_text();
-                let Some(line) = refused_line(&refusal) else { break };
-                let Some(text) = new_text.lines().nth(line.saturating_sub(1)) else { break };
-                let Some(position) = assertions.iter().position(|assertion| text.trim() == assertion.trim()) else {
-                    break;
-                };
-                chosen.remove(position);
+                let refused = refused_line(&refusal)
+                    .and_then(|line| new_text.lines().nth(line.saturating_sub(1)))
+                    .and_then(|text| assertions.iter().position(|assertion| text.trim() == assertion.trim()));
+                match refused {
+                    Some(position) => {
+                        rejected.insert(chosen[position]);
+                    }
+                    None if lang == Lang::Rust && literal => {}
+                    None => break,
+                }
             }
         }
     }
@@ -383,12 +411,19 @@ async fn propose_inputs(
             "clamp(5, 0, 10)\nclamp(-3, 0, 10)\nclamp(12, 0, 10)\nclamp(0, 0, 0)\nclamp(10, 0, 10)",
         ),
     };
+    let kinds = match lang {
+        Lang::Rust => "numbers, strings, booleans, arrays of them",
+        Lang::TypeScript | Lang::Tsx => {
+            "numbers, strings, booleans, arrays and objects of them, small arrow functions that use only their \
+             parameters"
+        }
+    };
     let task = TaskPrompt {
         system: "You propose inputs for unit tests. Answer with function calls only, one per line.".to_owned(),
         instruction: format!(
-            "```{tag}\n{function_source}\n```\n\nWrite 8 different calls of `{name}` with literal arguments (numbers, \
-             strings, booleans, arrays of them) that reach each branch and edge case: empty, zero, one, boundaries, \
-             typical values. One call per line, nothing else."
+            "```{tag}\n{function_source}\n```\n\nWrite 8 different calls of `{name}` with literal arguments \
+             ({kinds}) that reach each branch and edge case: empty, zero, one, boundaries, typical values. One call \
+             per line, nothing else."
         ),
         few_shot: format!(
             "{example}\n// Calls of clamp with literal arguments:\n{example_calls}\n\n{function_source}\n// Calls of \
@@ -422,6 +457,7 @@ async fn propose_inputs(
             PromptStyle::ChatPrefilled => format!("{name}({}", strip_code_fences(&generated.completion.text)),
             PromptStyle::Chat => first_code_block(&generated.completion.text),
         };
+        tracing::debug!(function = name, answer = %text, "inputs the model proposed");
         push_new(&mut calls, pure::literal_calls(lang, &text, name, arity));
         // A second, sampled answer only when the first gave few inputs.
         if calls.len() >= 4 {
@@ -679,8 +715,14 @@ async fn observe(
     Ok(observed)
 }
 
+/// What a failed run said: node's error line (`Error: …`, `TypeError: …`) where there is one, else the last line
+/// (node ends its report with its version).
 fn last_line(text: &str) -> &str {
-    text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("").trim()
+    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+    let error = lines
+        .clone()
+        .find(|line| line.split_once(": ").is_some_and(|(head, _)| head.ends_with("Error") && !head.contains(' ')));
+    error.or_else(|| lines.next_back()).unwrap_or("")
 }
 
 #[cfg(test)]
