@@ -123,7 +123,9 @@ pub fn unescape_quoted(quoted: &str) -> Option<String> {
 pub fn ts_probe_script(typescript_lib: &str, out_dir: &str, module: &str, export: &str, calls: &[String]) -> String {
     let mark = PROBE_MARK;
     let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
-    let calls_js: String = calls.iter().enumerate().map(|(idx, call)| format!("  {idx}: () => f{call},\n")).collect();
+    // The calls are TypeScript (an argument may be `(x: number) => x + 1`): transpiled with the package.
+    let calls_ts: String = calls.iter().enumerate().map(|(idx, call)| format!("  {idx}: () => f{call},\n")).collect();
+    let calls_ts = quote(&format!("module.exports = (f: any) => ({{\n{calls_ts}}});\n"));
     format!(
         r#""use strict";
 const fs = require("fs");
@@ -149,6 +151,9 @@ if (process.argv[2] === "build") {{
     }}
   }};
   walk(process.cwd());
+  fs.mkdirSync(out, {{ recursive: true }});
+  const calls = ts.transpileModule({calls_ts}, {{ compilerOptions: {{ module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020 }} }});
+  fs.writeFileSync(path.join(out, "spark-probe-calls.js"), calls.outputText);
   process.exit(0);
 }}
 const literal = (value, depth) => {{
@@ -175,8 +180,7 @@ const literal = (value, depth) => {{
 }};
 const loaded = require(path.join(out, {module}));
 const f = loaded[{export}];
-const calls = {{
-{calls_js}}};
+const calls = require(path.join(out, "spark-probe-calls.js"))(f);
 const from = Number(process.env.{from} || 0);
 for (const idx of Object.keys(calls).map(Number)) {{
   if (idx < from) continue;

@@ -274,4 +274,15 @@ fn typescript_types_of_the_package_get_values() {
     assert!(sources.ts_values("unknown", &[]).contains(&"null".to_owned()));
     assert!(sources.ts_values("T", &["T".to_owned()]).contains(&"{ a: 1 }".to_owned()));
     assert!(sources.ts_values("Map<string, Box>", &[]).is_empty());
+    // A conditional type takes its last branch's values; a function type, functions returning its values.
+    let key =
+        "Register extends { key: infer K } ? K extends ReadonlyArray<unknown> ? K : never : ReadonlyArray<number>";
+    assert_eq!(sources.ts_values(key, &[])[0], "[]");
+    assert_eq!(
+        sources.ts_values("(a: number, b?: Mode) => boolean", &[]),
+        ["(_0, _1) => (true)", "(_0, _1) => (false)"]
+    );
+    assert_eq!(sources.ts_values("() => void", &[]), ["() => (undefined)"]);
+    assert!(sources.ts_values("(a: Point) => Map<string, Box>", &[]).is_empty());
+    assert!(sources.ts_values("(string | number)[]", &[]).len() > 1);
 }

@@ -281,6 +281,28 @@ impl Sources {
         if matches!(ty, "any" | "unknown") || type_parameters.iter().any(|parameter| parameter == ty) {
             return ANY_VALUES.map(str::to_owned).to_vec();
         }
+        // `A extends B ? X : Y`: the values of the last branch, the type it is when nothing is registered.
+        if let Some(otherwise) = conditional_default(ty).filter(|_| depth <= 2) {
+            return self.ts_values_at(otherwise, type_parameters, depth + 1);
+        }
+        // `(A | B)`: the type in the parentheses.
+        let closing = at_depth(ty).find(|(_, ch, depth)| *ch == ')' && *depth == 0).map(|(at, ..)| at);
+        if ty.starts_with('(') && closing == Some(ty.len() - 1) {
+            return self.ts_values_at(&ty[1..ty.len() - 1], type_parameters, depth);
+        }
+        // `(a: A, b: B) => R`: functions written out that return values of `R`.
+        if let Some(returned) = function_return(ty).filter(|_| depth <= 1) {
+            let parameters = ty[..ty.len() - returned.len()].trim_end().trim_end_matches("=>").trim_end();
+            let names = (0..split_arguments_count(parameters)).map(|idx| format!("_{idx}")).collect::<Vec<_>>();
+            let values = match returned.trim() {
+                "void" | "undefined" => vec!["undefined".to_owned()],
+                returned => self.ts_values_at(returned, type_parameters, depth + 1),
+            };
+            return values.into_iter().take(3).map(|value| format!("({}) => ({value})", names.join(", "))).collect();
+        }
+        if ty == "Function" {
+            return ["() => 1", "(x: number) => x + 1", "(x: number) => x * 2"].map(str::to_owned).to_vec();
+        }
         let parts: Vec<&str> = split_union(ty);
         let literal = ty.starts_with(['"', '\'']) || ty.parse::<f64>().is_ok();
         if parts.len() == 1 && (literal || ["true", "false", "undefined", "null"].contains(&ty)) {
@@ -471,6 +493,49 @@ fn split_members(body: &str) -> Vec<&str> {
 }
 
 /// The top-level parts of a union type.
+/// The depth-0 positions of `ty`'s characters: `(at, ch, depth)`, brackets and generics counted.
+fn at_depth(ty: &str) -> impl Iterator<Item = (usize, char, i32)> + '_ {
+    let mut depth = 0i32;
+    ty.char_indices().map(move |(at, ch)| {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !ty[..at].ends_with('=') => depth -= 1,
+            _ => {}
+        }
+        (at, ch, depth)
+    })
+}
+
+/// The last branch of a conditional type (`A extends B ? X : Y` → `Y`), where `ty` is one.
+fn conditional_default(ty: &str) -> Option<&str> {
+    let question = at_depth(ty).find(|(_, ch, depth)| *ch == '?' && *depth == 0)?.0;
+    if !ty[..question].contains(" extends ") || ty[question + 1..].starts_with(['.', '?']) {
+        return None;
+    }
+    let colon = at_depth(ty).filter(|(at, ch, depth)| *ch == ':' && *depth == 0 && *at > question).last()?.0;
+    Some(ty[colon + 1..].trim())
+}
+
+/// The return type of a function type (`(a: A) => R` → `R`), where `ty` is one.
+fn function_return(ty: &str) -> Option<&str> {
+    if !ty.starts_with('(') {
+        return None;
+    }
+    let close = at_depth(ty).find(|(_, ch, depth)| *ch == ')' && *depth == 0)?.0;
+    let rest = ty[close + 1..].trim_start().strip_prefix("=>")?;
+    Some(rest.trim())
+}
+
+/// How many parameters a function type's parameter list (`(a: A, b?: B)`) names.
+fn split_arguments_count(parameters: &str) -> usize {
+    let inner = parameters.trim().strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or("");
+    if inner.trim().is_empty() {
+        return 0;
+    }
+    1 + at_depth(inner).filter(|(_, ch, depth)| *ch == ',' && *depth == 0).count()
+}
+
 fn split_union(ty: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let mut depth = 0i32;

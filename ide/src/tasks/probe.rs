@@ -75,9 +75,9 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     if lang != Lang::Rust && in_class {
         return refuse("a method is not run (exported functions are)".to_owned());
     }
-    let Some(parameters) = pure::parameters(function, source) else {
+    if pure::parameters(function, source).is_none() {
         return refuse("its parameter list could not be read".to_owned());
-    };
+    }
     let mut return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
     if lang == Lang::Rust && return_type.is_none() {
         return refuse("it returns nothing to assert on".to_owned());
@@ -111,35 +111,41 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     };
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
-    let type_parameters = pure::ts_type_parameters(function, source);
-    let constraints = pure::ts_type_constraints(function, source);
-    let values: Vec<Vec<String>> = parameters
-        .iter()
-        .map(|parameter| match lang {
-            Lang::Rust => sources.rust_values(&parameter.ty, header),
-            // `x: T` with `T extends QueryKey` takes values of `QueryKey` first.
-            Lang::TypeScript | Lang::Tsx => match constraints.get(&parameter.ty) {
-                Some(constraint) => {
-                    let values = sources.ts_values(constraint, &type_parameters);
-                    if values.is_empty() {
-                        sources.ts_values(&parameter.ty, &type_parameters)
-                    } else {
-                        values
-                    }
-                }
-                None => sources.ts_values(&parameter.ty, &type_parameters),
-            },
-        })
-        .collect();
-    let mut values = values;
     let found = pure::literals(function, source);
-    for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
-        pure::add_literals(lang, &parameter.ty, &found, values);
-        if parameter.optional && !values.iter().any(|value| value == "undefined") {
-            values.push("undefined".to_owned());
+    // Values of the parameter types, combined: a TypeScript function with overload signatures is called as they
+    // say (its implementation's `any` would give calls the type checker refuses).
+    let overloads = if lang == Lang::Rust { Vec::new() } else { ts_overloads(function, source, name) };
+    let signatures = if overloads.is_empty() { vec![function] } else { overloads };
+    for signature in signatures {
+        let parameters = pure::parameters(signature, source).unwrap_or_default();
+        let type_parameters = pure::ts_type_parameters(signature, source);
+        let constraints = pure::ts_type_constraints(signature, source);
+        let mut values: Vec<Vec<String>> = parameters
+            .iter()
+            .map(|parameter| match lang {
+                Lang::Rust => sources.rust_values(&parameter.ty, header),
+                // `x: T` with `T extends QueryKey` takes values of `QueryKey` first.
+                Lang::TypeScript | Lang::Tsx => match constraints.get(&parameter.ty) {
+                    Some(constraint) => {
+                        let values = sources.ts_values(constraint, &type_parameters);
+                        if values.is_empty() {
+                            sources.ts_values(&parameter.ty, &type_parameters)
+                        } else {
+                            values
+                        }
+                    }
+                    None => sources.ts_values(&parameter.ty, &type_parameters),
+                },
+            })
+            .collect();
+        for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
+            pure::add_literals(lang, &parameter.ty, &found, values);
+            if parameter.optional && !values.iter().any(|value| value == "undefined") {
+                values.push("undefined".to_owned());
+            }
         }
+        push_new(&mut calls, if values.is_empty() { vec!["()".to_owned()] } else { pure::combine(&values, 32) });
     }
-    push_new(&mut calls, if values.is_empty() { vec!["()".to_owned()] } else { pure::combine(&values, 32) });
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
     if calls.len() < MODEL_BELOW {
         let function_source = &source[target.function.clone()];
@@ -285,6 +291,37 @@ fn refused_line(refusal: &str) -> Option<usize> {
     let rest = refusal.split_once("in the edit: ")?.1;
     let (_, after) = rest.split_once(':')?;
     after.split(':').next()?.trim().parse().ok()
+}
+
+/// The overload signatures declared just before a TypeScript function (`function f(a: string): T;` lines, exported
+/// or not), first to last.
+fn ts_overloads<'t>(
+    function: spark_grammars::tree_sitter::Node<'t>,
+    source: &str,
+    name: &str,
+) -> Vec<spark_grammars::tree_sitter::Node<'t>> {
+    let declaration = function.parent().filter(|parent| parent.kind() == "export_statement").unwrap_or(function);
+    let mut found = Vec::new();
+    let mut previous = declaration.prev_named_sibling();
+    while let Some(node) = previous {
+        let signature = match node.kind() {
+            "export_statement" => node.named_child(0).filter(|child| child.kind() == "function_signature"),
+            "function_signature" => Some(node),
+            "comment" => {
+                previous = node.prev_named_sibling();
+                continue;
+            }
+            _ => None,
+        };
+        let named = signature.filter(|signature| {
+            signature.child_by_field_name("name").is_some_and(|found| &source[found.byte_range()] == name)
+        });
+        let Some(signature) = named else { break };
+        found.push(signature);
+        previous = node.prev_named_sibling();
+    }
+    found.reverse();
+    found
 }
 
 /// The TypeScript function node under a function's range: the node with a parameter list.
