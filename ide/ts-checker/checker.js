@@ -17,13 +17,16 @@ const readline = require('readline');
 const [typescriptPath, projectDir, configName] = process.argv.slice(2);
 const ts = require(typescriptPath);
 
-// Without a tsconfig, the options Spark's `tsc` command line uses for a file alone.
+// Without a tsconfig, the options Spark's `tsc` command line uses for a file alone. Bundler resolution takes
+// relative imports with and without `.js` (or `.ts`), so a package whose tsconfig is not published (an npm
+// tarball) keeps its own style of imports.
 const FILE_ALONE = {
   strict: true,
   skipLibCheck: true,
   target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  allowImportingTsExtensions: true,
   noEmit: true,
 };
 

@@ -42,7 +42,8 @@ pub fn cargo_test_step(project: &Project, filter: &str) -> Step {
 }
 
 /// `tsc --noEmit`: on the project (`-p tsconfig.json`) when it has one, else on the edited file alone (`file`,
-/// relative to the project root: a generated test file, not the source it tests, which it imports); incremental,
+/// relative to the project root: a generated test file, not the source it tests, which it imports; bundler
+/// resolution, which takes relative imports with or without an extension, as the resident checker); incremental,
 /// with its build info kept beside the scratch copy so that a second check re-checks only what changed.
 pub fn tsc_step(tsc: PathBuf, has_tsconfig: bool, file: &Path, build_info: &Path) -> Step {
     let mut args = vec!["--noEmit".to_owned(), "--pretty".to_owned(), "false".to_owned(), "--incremental".to_owned()];
@@ -57,9 +58,10 @@ pub fn tsc_step(tsc: PathBuf, has_tsconfig: bool, file: &Path, build_info: &Path
                 "--target",
                 "es2022",
                 "--module",
-                "nodenext",
+                "esnext",
                 "--moduleResolution",
-                "nodenext",
+                "bundler",
+                "--allowImportingTsExtensions",
             ]
             .map(str::to_owned),
         );

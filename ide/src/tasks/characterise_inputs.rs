@@ -507,11 +507,20 @@ pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
     let strings = ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\"", "\"x y\\tz\""];
     let as_owned = |values: &[&str]| values.iter().map(|value| format!("{value}.to_string()")).collect();
     if let Some(rest) = ty.strip_prefix("&mut ") {
+        // An out-parameter slice (`out: &mut [u8]`): buffers of a few lengths, what the function checks.
+        let slice = rest.trim().strip_prefix('[').and_then(|rest| rest.strip_suffix(']'));
+        if let Some(element) = slice.filter(|element| !element.contains(';')) {
+            let Some(first) = rust_values(element, generics).into_iter().next() else { return Vec::new() };
+            return [0, 1, 2, 4, 8].map(|length| format!("&mut [{first}; {length}]")).to_vec();
+        }
         return rust_values(rest, generics).into_iter().map(|value| format!("&mut {value}")).collect();
     }
     if let Some(rest) = ty.strip_prefix('&') {
         let rest = rest.trim_start();
         let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
+        if let Some(rest) = rest.strip_prefix("mut ") {
+            return rust_values(&format!("&mut {rest}"), generics);
+        }
         if rest == "str" {
             return strings.iter().map(|value| value.to_string()).collect();
         }

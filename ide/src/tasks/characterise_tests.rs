@@ -228,6 +228,8 @@ fn own_rust_types_are_made_as_the_crate_makes_them() {
     assert!(options.contains(&"&Options { case: true, depth: 0 }".to_owned()), "{options:?}");
     let specs = sources.rust_values("Spec", "");
     assert!(specs.contains(&"Spec::Any".to_owned()) && specs.contains(&"Spec::One('a')".to_owned()), "{specs:?}");
+    // An out-parameter slice gets buffers of a few lengths.
+    assert_eq!(sources.rust_values("&'a mut [u8]", "")[..2], ["&mut [0; 0]", "&mut [0; 1]"]);
     let tables = sources.rust_values("&'static [u8; 4]", "");
     assert_eq!(tables[0], "TABLE", "{tables:?}");
     assert!(tables.contains(&"&[0; 4]".to_owned()), "{tables:?}");
@@ -285,4 +287,10 @@ fn typescript_types_of_the_package_get_values() {
     assert_eq!(sources.ts_values("() => void", &[]), ["() => (undefined)"]);
     assert!(sources.ts_values("(a: Point) => Map<string, Box>", &[]).is_empty());
     assert!(sources.ts_values("(string | number)[]", &[]).len() > 1);
+    // Comments between an interface's members, with commas and brackets of their own, are not members.
+    let file = "export interface Retire {\n  // The position, as classified (in pixels, see `x`).\n  offset: number\n  \
+        /** The command, or null. */\n  command: {\n    index: number | null // none yet, or one\n  } | null\n  url: 'a//b'\n}\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    let retire = sources.ts_values("Retire", &[]);
+    assert_eq!(retire[0], "{ offset: 0, command: null, url: 'a//b' }", "{retire:?}");
 }

@@ -377,7 +377,8 @@ impl Sources {
     fn ts_object_values(&self, members: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
         let mut required: Vec<(String, Vec<String>)> = Vec::new();
         let mut optional: Vec<(String, Vec<String>)> = Vec::new();
-        for member in split_members(members) {
+        let members = without_comments(members);
+        for member in split_members(&members) {
             let Some((key, ty)) = member.split_once(':') else { return Vec::new() };
             let key = key.trim().trim_start_matches("readonly ").trim();
             let (key, is_optional) = match key.strip_suffix('?') {
@@ -469,6 +470,44 @@ fn class_constructor(class: Node, text: &str) -> Option<Vec<String>> {
 }
 
 /// The members of an object type's body, split at top-level `;`, `,` and line ends.
+/// A type's text with its `//` and `/* */` comments blanked out (string literal types kept as written): a
+/// comment between an interface's members may hold commas and brackets of its own.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (Some(open), _) => {
+                out.push(ch);
+                if ch == '\\' {
+                    out.extend(chars.next());
+                } else if ch == open {
+                    quote = None;
+                }
+            }
+            (None, '"' | '\'' | '`') => {
+                quote = Some(ch);
+                out.push(ch);
+            }
+            (None, '/') if chars.peek() == Some(&'/') => while chars.next_if(|next| *next != '\n').is_some() {},
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for next in chars.by_ref() {
+                    if last == '*' && next == '/' {
+                        break;
+                    }
+                    last = next;
+                }
+                out.push(' ');
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
 fn split_members(body: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let mut depth = 0i32;
@@ -492,7 +531,6 @@ fn split_members(body: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The top-level parts of a union type.
 /// The depth-0 positions of `ty`'s characters: `(at, ch, depth)`, brackets and generics counted.
 fn at_depth(ty: &str) -> impl Iterator<Item = (usize, char, i32)> + '_ {
     let mut depth = 0i32;
@@ -536,6 +574,7 @@ fn split_arguments_count(parameters: &str) -> usize {
     1 + at_depth(inner).filter(|(_, ch, depth)| *ch == ',' && *depth == 0).count()
 }
 
+/// The top-level parts of a union type.
 fn split_union(ty: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let mut depth = 0i32;

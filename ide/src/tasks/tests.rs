@@ -367,7 +367,8 @@ pub(super) fn ts_test_change(
     let imports = ts_framework_imports(framework);
     let path = document.path.clone().unwrap_or_else(|| PathBuf::from("module.ts"));
     let test_path = ts_test_path(&path);
-    let module = format!("./{}", path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("module"));
+    // In the style of the file's own relative imports (`./m`, `./m.js`).
+    let module = super::suggested::ts_specifier(&test_path, &path, &document.text);
     let existing = match document.open_file(&test_path) {
         Some(open) => Some(open.text.clone()),
         None => std::fs::read_to_string(&test_path).ok(),
