@@ -145,7 +145,8 @@ impl<'a> Gate<'a> {
             ProjectKind::Cargo => {
                 let filter = if self.tests_on() {
                     let file_in_crate = project.file.strip_prefix(&project.crate_dir).unwrap_or(&project.file);
-                    Some(rust_test_filter(file_in_crate, &change.insert).ok_or_else(|| {
+                    let before = change.old_text.get(..change.replace.start).unwrap_or("");
+                    Some(rust_test_filter(file_in_crate, before, &change.insert).ok_or_else(|| {
                         Checked::Unchecked(Unchecked::Tool("no test name in the generated code".to_owned()))
                     })?)
                 } else {

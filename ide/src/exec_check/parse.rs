@@ -235,8 +235,10 @@ fn strip_ansi(line: &str) -> String {
 }
 
 /// The generated Rust test's name path for libtest's `--exact` filter: the module path of the file inside its
-/// crate, `tests`, and the last `#[test]` function of the inserted text.
-pub fn rust_test_filter(file_in_crate: &Path, inserted: &str) -> Option<String> {
+/// crate, the test module (the one the inserted text declares, else the last `#[cfg(test)]` module opened in
+/// `before`, the file's text before the insertion: `mod test`, `mod unit`; `tests` when neither says), and the
+/// last `#[test]` function of the inserted text.
+pub fn rust_test_filter(file_in_crate: &Path, before: &str, inserted: &str) -> Option<String> {
     let name = inserted
         .split("#[test]")
         .nth(1)?
@@ -247,7 +249,22 @@ pub fn rust_test_filter(file_in_crate: &Path, inserted: &str) -> Option<String> 
         .filter(|name| !name.is_empty())?
         .to_owned();
     let module = rust_module_path(file_in_crate)?;
-    Some(if module.is_empty() { format!("tests::{name}") } else { format!("{module}::tests::{name}") })
+    let tests = test_module(inserted).or_else(|| test_module(before)).unwrap_or_else(|| "tests".to_owned());
+    Some(if module.is_empty() { format!("{tests}::{name}") } else { format!("{module}::{tests}::{name}") })
+}
+
+/// The name of the last `#[cfg(test)]` module that `text` opens (`#[cfg(test)]` up to two lines above
+/// `mod name {`).
+fn test_module(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines.iter().enumerate().rev().find_map(|(idx, line)| {
+        let rest = line.strip_prefix("pub(crate) ").or_else(|| line.strip_prefix("pub ")).unwrap_or(line);
+        let rest = rest.strip_prefix("mod ")?;
+        let name: String = rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
+        let opens = rest[name.len()..].trim_start().starts_with('{');
+        let gated = lines[idx.saturating_sub(2)..idx].iter().any(|above| above.starts_with("#[cfg(test)]"));
+        (opens && gated && !name.is_empty()).then_some(name)
+    })
 }
 
 /// `src/lib.rs` → ``, `src/a/b.rs` → `a::b`, `src/a/mod.rs` → `a`; `None` outside `src/`.
@@ -394,10 +411,16 @@ mod tests {
     #[test]
     fn rust_test_names_and_module_paths() {
         let inserted = "\n    #[test]\n    fn parse_works() {\n        assert!(true);\n    }\n";
-        assert_eq!(rust_test_filter(Path::new("src/lib.rs"), inserted).as_deref(), Some("tests::parse_works"));
-        assert_eq!(rust_test_filter(Path::new("src/a/b.rs"), inserted).as_deref(), Some("a::b::tests::parse_works"));
-        assert_eq!(rust_test_filter(Path::new("src/a/mod.rs"), inserted).as_deref(), Some("a::tests::parse_works"));
-        assert_eq!(rust_test_filter(Path::new("src/bin/x.rs"), inserted), None);
-        assert_eq!(rust_test_filter(Path::new("src/lib.rs"), "fn no_test() {}"), None);
+        let filter = |file: &str, before: &str, inserted: &str| rust_test_filter(Path::new(file), before, inserted);
+        assert_eq!(filter("src/lib.rs", "", inserted).as_deref(), Some("tests::parse_works"));
+        assert_eq!(filter("src/a/b.rs", "", inserted).as_deref(), Some("a::b::tests::parse_works"));
+        assert_eq!(filter("src/a/mod.rs", "", inserted).as_deref(), Some("a::tests::parse_works"));
+        assert_eq!(filter("src/bin/x.rs", "", inserted), None);
+        assert_eq!(filter("src/lib.rs", "", "fn no_test() {}"), None);
+        // Added to the file's own test module, whatever its name; a module nested in it is not it.
+        let before = "fn f() {}\n\n#[cfg(test)]\nmod test {\n    use super::*;\n    mod inner {\n    }\n";
+        assert_eq!(filter("src/lib.rs", before, inserted).as_deref(), Some("test::parse_works"));
+        let new_module = format!("\n#[cfg(test)]\nmod tests {{\n{inserted}}}\n");
+        assert_eq!(filter("src/lib.rs", before, &new_module).as_deref(), Some("tests::parse_works"));
     }
 }

@@ -218,6 +218,7 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], collect: bool,
             if idx == 0 { callees.iter().collect() } else { vec![&callees[idx % callees.len().max(1)]] };
         for callee in picked {
             let call = format!("{callee}{arguments}{suffix}");
+            let call = if collect { call } else { observing_out_buffer(&call).unwrap_or(call) };
             if !out.contains(&call) {
                 out.push(call);
             }
@@ -225,6 +226,28 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], collect: bool,
     }
     out.truncate(max);
     out
+}
+
+/// A call with one out-parameter buffer (`f(x, &mut [0; 4])`, see `rust_values`) as a block that also yields
+/// the buffer, so that what the function writes into it is asserted on too:
+/// `{ let mut out = [0; 4]; (f(x, &mut out), out) }`.
+pub fn observing_out_buffer(call: &str) -> Option<String> {
+    let start = call.find("&mut [")?;
+    let open = start + "&mut ".len();
+    let mut depth = 0;
+    let close = call[open..].char_indices().find_map(|(at, ch)| {
+        match ch {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        (depth == 0).then_some(open + at)
+    })?;
+    let (before, buffer, after) = (&call[..start], &call[open..=close], &call[close + 1..]);
+    if after.contains("&mut [") {
+        return None;
+    }
+    Some(format!("{{ let mut out = {buffer}; ({before}&mut out{after}, out) }}"))
 }
 
 /// A mutant of the schemata: its number (the value of [`MUTANT_VAR`] that selects it) and what it changes.

@@ -557,7 +557,8 @@ pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
     let bytes_like = ["AsRef<[u8]>"];
     let bounds = type_bounds(ty, generics);
     if bytes_like.iter().any(|bound| bounds.contains(bound)) {
-        return ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\""].map(str::to_owned).to_vec();
+        // Bytes of odd and even lengths, letters and digits.
+        return ["\"\"", "\"a\"", "\"ab\"", "\"hello\"", "\"0a1B\"", "\"Hello World\""].map(str::to_owned).to_vec();
     }
     if string_like.iter().any(|bound| bounds.contains(bound)) || ty.starts_with("Cow<") {
         return strings.iter().map(|value| value.to_string()).collect();

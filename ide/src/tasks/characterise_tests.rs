@@ -228,8 +228,12 @@ fn own_rust_types_are_made_as_the_crate_makes_them() {
     assert!(options.contains(&"&Options { case: true, depth: 0 }".to_owned()), "{options:?}");
     let specs = sources.rust_values("Spec", "");
     assert!(specs.contains(&"Spec::Any".to_owned()) && specs.contains(&"Spec::One('a')".to_owned()), "{specs:?}");
-    // An out-parameter slice gets buffers of a few lengths.
+    // An out-parameter slice gets buffers of a few lengths, and a call yields what was written into it.
     assert_eq!(sources.rust_values("&'a mut [u8]", "")[..2], ["&mut [0; 0]", "&mut [0; 1]"]);
+    assert_eq!(
+        with_callees_and_args(&["f".to_owned()], &["(\"ab\", &mut [0; 1])".to_owned()], false, 9),
+        ["{ let mut out = [0; 1]; (f(\"ab\", &mut out), out) }"]
+    );
     let tables = sources.rust_values("&'static [u8; 4]", "");
     assert_eq!(tables[0], "TABLE", "{tables:?}");
     assert!(tables.contains(&"&[0; 4]".to_owned()), "{tables:?}");

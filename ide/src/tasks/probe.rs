@@ -193,7 +193,8 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             mutants.len()
         ));
     }
-    let test_name = unused_test_name(source, name);
+    // (`name` is the callee's prefix by now, empty for Rust: the test is named after the function.)
+    let test_name = unused_test_name(source, target.name);
     // Each try writes the test and has the gate check it. An assertion the compiler refuses (a TypeScript
     // argument of the wrong type runs but does not type-check) is dropped and its input rejected, and the inputs
     // are chosen again from the rest. Rust tries the asserted values as literals, then as their Debug output;
