@@ -272,7 +272,7 @@ fn typescript_types_of_the_package_get_values() {
         export class Box { constructor(size: number) {} }\n\
         export function f<T>(m: Mode | undefined, p: Point, b: Box, v: unknown, t: T): boolean { return true }\n";
     let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
-    assert_eq!(sources.ts_values("Mode | undefined", &[]), ["'online'", "'always'", "undefined"]);
+    assert_eq!(sources.ts_values("Mode | undefined", &[]), ["'online'", "undefined", "'always'"]);
     let points = sources.ts_values("Point", &[]);
     assert_eq!(points[0], "{ x: 0 }", "{points:?}");
     assert!(points.iter().any(|point| point.contains("label: ")), "{points:?}");
@@ -289,6 +289,7 @@ fn typescript_types_of_the_package_get_values() {
         ["(_0, _1) => (true)", "(_0, _1) => (false)"]
     );
     assert_eq!(sources.ts_values("() => void", &[]), ["() => (undefined)"]);
+    assert_eq!(sources.ts_values("(\n  a: number,\n  b: string,\n) => void", &[]), ["(_0, _1) => (undefined)"]);
     assert!(sources.ts_values("(a: Point) => Map<string, Box>", &[]).is_empty());
     assert!(sources.ts_values("(string | number)[]", &[]).len() > 1);
     // Comments between an interface's members, with commas and brackets of their own, are not members.
@@ -297,4 +298,13 @@ fn typescript_types_of_the_package_get_values() {
     let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
     let retire = sources.ts_values("Retire", &[]);
     assert_eq!(retire[0], "{ offset: 0, command: null, url: 'a//b' }", "{retire:?}");
+    assert!(retire.iter().any(|value| value.contains("command: { index: 0 }")), "{retire:?}");
+    // A generic interface takes its type arguments (or defaults) and the members of what it extends.
+    let file = "interface Initial<TParam> { initial: TParam }\n\
+        type Next<TParam, TData = unknown> = (last: TData) => TParam | undefined\n\
+        export interface Options<TData = unknown, TParam = unknown> extends Initial<TParam> {\n  next: Next<TParam, TData>\n}\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    let options = sources.ts_values("Options<string, number>", &[]);
+    assert_eq!(options[0], "{ initial: 0, next: (_0) => (undefined) }", "{options:?}");
+    assert!(!sources.ts_values("Options", &[]).is_empty());
 }

@@ -282,7 +282,7 @@ impl Sources {
             return ANY_VALUES.map(str::to_owned).to_vec();
         }
         // `A extends B ? X : Y`: the values of the last branch, the type it is when nothing is registered.
-        if let Some(otherwise) = conditional_default(ty).filter(|_| depth <= 2) {
+        if let Some(otherwise) = conditional_default(ty).filter(|_| depth <= 3) {
             return self.ts_values_at(otherwise, type_parameters, depth + 1);
         }
         // `(A | B)`: the type in the parentheses.
@@ -291,7 +291,7 @@ impl Sources {
             return self.ts_values_at(&ty[1..ty.len() - 1], type_parameters, depth);
         }
         // `(a: A, b: B) => R`: functions written out that return values of `R`.
-        if let Some(returned) = function_return(ty).filter(|_| depth <= 1) {
+        if let Some(returned) = function_return(ty).filter(|_| depth <= 2) {
             let parameters = ty[..ty.len() - returned.len()].trim_end().trim_end_matches("=>").trim_end();
             let names = (0..split_arguments_count(parameters)).map(|idx| format!("_{idx}")).collect::<Vec<_>>();
             let values = match returned.trim() {
@@ -309,14 +309,18 @@ impl Sources {
             return vec![ty.to_owned()];
         }
         let mut values = if parts.len() > 1 { Vec::new() } else { ts_values(ty) };
-        if !values.is_empty() || depth > 2 {
+        if !values.is_empty() || depth > 3 {
             return values;
         }
         if parts.len() > 1 {
-            for part in parts {
-                for value in self.ts_values_at(part, type_parameters, depth + 1) {
-                    if !values.contains(&value) {
-                        values.push(value);
+            // Taken in turns from each part, so that the first few values are of every kind (`T | null`).
+            let per_part: Vec<Vec<String>> =
+                parts.iter().map(|part| self.ts_values_at(part, type_parameters, depth + 1)).collect();
+            let longest = per_part.iter().map(Vec::len).max().unwrap_or(0);
+            for idx in 0..longest {
+                for value in per_part.iter().filter_map(|values| values.get(idx)) {
+                    if !values.contains(value) {
+                        values.push(value.clone());
                     }
                 }
             }
@@ -339,32 +343,58 @@ impl Sources {
         if name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
             return values;
         }
-        let definitions = self.collect(|node, text| {
-            let named = node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name);
-            if !named {
-                return None;
-            }
-            match node.kind() {
-                "type_alias_declaration" => {
-                    let value = node.child_by_field_name("value")?;
-                    Some(TsDefinition::Alias(text[value.byte_range()].to_owned()))
+        let definitions = self.ts_definitions(name);
+        // The definition's own type parameters take the arguments written (`Options<any, string>`), else their
+        // defaults, else stay type parameters (values of every kind).
+        let arguments = ty.strip_prefix(name).and_then(type_arguments).unwrap_or_default();
+        let mut type_parameters = type_parameters.to_vec();
+        let mut bound = |declared: &[(String, Option<String>)], text: &str| -> String {
+            let mut text = text.to_owned();
+            for (idx, (parameter, default)) in declared.iter().enumerate() {
+                match arguments.get(idx).map(String::as_str).or(default.as_deref()) {
+                    Some(argument) => text = replace_word(&text, parameter, argument),
+                    None => type_parameters.push(parameter.clone()),
                 }
-                "interface_declaration" => {
-                    let body = node.child_by_field_name("body")?;
-                    let inner = &text[body.byte_range()];
-                    Some(TsDefinition::Object(inner[1..inner.len().saturating_sub(1)].to_owned()))
-                }
-                "class_declaration" => Some(TsDefinition::Class(class_constructor(node, text))),
-                _ => None,
             }
-        });
+            text
+        };
         match definitions.into_iter().next() {
-            Some(TsDefinition::Alias(aliased)) => self.ts_values_at(&aliased, type_parameters, depth + 1),
-            Some(TsDefinition::Object(members)) => self.ts_object_values(&members, type_parameters, depth),
+            Some(TsDefinition::Alias { value, parameters }) => {
+                let aliased = bound(&parameters, &value);
+                self.ts_values_at(&aliased, &type_parameters, depth + 1)
+            }
+            Some(TsDefinition::Object { members, parameters, extends }) => {
+                // An interface's members follow those of the interfaces it extends.
+                let mut all = String::new();
+                for base in extends {
+                    let base = bound(&parameters, &base);
+                    let base_name = base.split('<').next().unwrap_or(&base).trim().to_owned();
+                    let base_arguments = base.strip_prefix(&base_name).and_then(type_arguments).unwrap_or_default();
+                    match self.ts_definitions(&base_name).into_iter().next() {
+                        Some(TsDefinition::Object { members, parameters: base_parameters, extends }) if depth < 2 => {
+                            if !extends.is_empty() {
+                                return values;
+                            }
+                            let mut members = members;
+                            for (idx, (parameter, default)) in base_parameters.iter().enumerate() {
+                                if let Some(argument) = base_arguments.get(idx).or(default.as_ref()) {
+                                    members = replace_word(&members, parameter, argument);
+                                }
+                            }
+                            all.push_str(&members);
+                            all.push('\n');
+                        }
+                        // A base that is not the project's own interface: its members are not known.
+                        _ => return values,
+                    }
+                }
+                all.push_str(&bound(&parameters, &members));
+                self.ts_object_values(&all, &type_parameters, depth)
+            }
             Some(TsDefinition::Class(Some(parameters))) => {
                 let options: Vec<Vec<String>> = parameters
                     .iter()
-                    .map(|ty| self.ts_values_at(ty, type_parameters, depth + 1).into_iter().take(3).collect())
+                    .map(|ty| self.ts_values_at(ty, &type_parameters, depth + 1).into_iter().take(3).collect())
                     .collect();
                 combine_few(&options).into_iter().map(|args| format!("new {name}({args})")).collect()
             }
@@ -438,10 +468,102 @@ pub const ANY_VALUES: [&str; 14] =
     ["undefined", "null", "0", "1", "-1", "\"\"", "\"a\"", "true", "false", "[]", "[1, 2]", "{}", "{ a: 1 }", "NaN"];
 
 enum TsDefinition {
-    Alias(String),
-    Object(String),
+    /// A type alias: its value and type parameters (name, default).
+    Alias { value: String, parameters: Vec<(String, Option<String>)> },
+    /// An interface: its members, type parameters and the types it extends.
+    Object { members: String, parameters: Vec<(String, Option<String>)>, extends: Vec<String> },
     /// A class's constructor parameter types (`Some(vec![])` for none); `None` when one is not plain.
     Class(Option<Vec<String>>),
+}
+
+impl Sources {
+    /// The type aliases, interfaces and classes of the project named `name`.
+    fn ts_definitions(&self, name: &str) -> Vec<TsDefinition> {
+        self.collect(|node, text| {
+            let named = node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name);
+            if !named {
+                return None;
+            }
+            let parameters = || declared_type_parameters(node, text);
+            match node.kind() {
+                "type_alias_declaration" => {
+                    let value = node.child_by_field_name("value")?;
+                    Some(TsDefinition::Alias { value: text[value.byte_range()].to_owned(), parameters: parameters() })
+                }
+                "interface_declaration" => {
+                    let body = node.child_by_field_name("body")?;
+                    let inner = &text[body.byte_range()];
+                    let mut cursor = node.walk();
+                    let extends = node
+                        .named_children(&mut cursor)
+                        .filter(|child| child.kind() == "extends_type_clause")
+                        .flat_map(|clause| {
+                            let mut cursor = clause.walk();
+                            clause
+                                .named_children(&mut cursor)
+                                .map(|base| text[base.byte_range()].to_owned())
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    let members = inner[1..inner.len().saturating_sub(1)].to_owned();
+                    Some(TsDefinition::Object { members, parameters: parameters(), extends })
+                }
+                "class_declaration" => Some(TsDefinition::Class(class_constructor(node, text))),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// The type parameters a declaration names, with their defaults (`<T, U = unknown>`).
+fn declared_type_parameters(node: Node, text: &str) -> Vec<(String, Option<String>)> {
+    let Some(list) = node.child_by_field_name("type_parameters") else { return Vec::new() };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter(|parameter| parameter.kind() == "type_parameter")
+        .filter_map(|parameter| {
+            let name = text[parameter.child_by_field_name("name")?.byte_range()].to_owned();
+            let default = parameter
+                .child_by_field_name("value")
+                .map(|value| text[value.byte_range()].trim_start_matches('=').trim().to_owned());
+            Some((name, default))
+        })
+        .collect()
+}
+
+/// The type arguments of `<A, B<C>>` (what follows a generic type's name), split at the top level.
+fn type_arguments(rest: &str) -> Option<Vec<String>> {
+    let inner = rest.trim().strip_prefix('<')?.strip_suffix('>')?;
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (at, ch, depth) in at_depth(inner) {
+        if ch == ',' && depth == 0 {
+            parts.push(inner[start..at].trim().to_owned());
+            start = at + 1;
+        }
+    }
+    parts.push(inner[start..].trim().to_owned());
+    Some(parts.into_iter().filter(|part| !part.is_empty()).collect())
+}
+
+/// `text` with every whole-word `word` (an identifier) replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_ident = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '$';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(is_ident) || after.is_some_and(is_ident) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The parameter types of a class's constructor (none declared: no parameters).
@@ -568,6 +690,8 @@ fn function_return(ty: &str) -> Option<&str> {
 /// How many parameters a function type's parameter list (`(a: A, b?: B)`) names.
 fn split_arguments_count(parameters: &str) -> usize {
     let inner = parameters.trim().strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or("");
+    // A trailing comma (one parameter a line) ends the list, it does not start another.
+    let inner = inner.trim().trim_end_matches(',');
     if inner.trim().is_empty() {
         return 0;
     }
