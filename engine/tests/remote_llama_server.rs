@@ -60,7 +60,8 @@ async fn completions_against_llama_server() {
     // FIXME: the first completion should reuse the warm pooled connection (1), and does on a quiet machine; in
     // one CI run of the whole suite it opened a second one (2): llama-server had closed the idle connection
     // before the request, and the client replaced it. Asserted: at most one replacement.
-    assert!(client.counters().n_connects <= 2, "the first completion reused or replaced the warm connection");
+    let after_first = client.counters().n_connects;
+    assert!(after_first <= 2, "the first completion reused or replaced the warm connection");
 
     // More than four stops: the server applies the first four, the client all of them.
     let stops = ["\n", "<|A|>", "<|B|>", "<|C|>", "<|D|>", "<|E|>"];
@@ -71,7 +72,13 @@ async fn completions_against_llama_server() {
     // returns false after `sink.done()`, which cpp-httplib takes for a cancel), so after the first completion
     // each one opens a connection of its own; the client retries once when it picks a connection the server
     // already closed. Against servers that keep streamed connections alive (the mock tests) they are reused.
-    assert_eq!(client.counters().n_connects, 2, "llama-server closed the connection after the streamed answer");
+    // Counted from the first completion's own (one or two, above): in a CI run beside other work the first
+    // completion was once 2, and this one 3.
+    assert_eq!(
+        client.counters().n_connects,
+        after_first + 1,
+        "llama-server closed the connection after the streamed answer"
+    );
 
     // A stop that only the client knows (the fifth) cuts the text and closes the stream, so the server stops
     // generating. Greedy decoding repeats the first answer.
@@ -81,7 +88,7 @@ async fn completions_against_llama_server() {
     let expected_cut = &first.text[..first.text.find(&client_only).unwrap()];
     assert_eq!((third.text.as_str(), third.stop), (expected_cut, RemoteStop::ClientStop), "{first:?}");
     client.complete(request(&prefix, None, &["\n"], 4), CancellationToken::new()).await.unwrap();
-    assert_eq!(client.counters().n_connects, 4, "one new connection per streamed completion");
+    assert_eq!(client.counters().n_connects, after_first + 3, "one new connection per streamed completion");
     assert_eq!(client.counters().n_requests, 4);
 
     // FIXME: llama-server's /v1/completions takes an OpenAI `suffix` but ignores it (this version never calls
