@@ -504,7 +504,8 @@ pub fn ts_values(ty: &str) -> Vec<String> {
 /// `generics` is the function's header, where a type parameter's bounds are read.
 pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
     let ty = ty.trim();
-    let strings = ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\"", "\"x y\\tz\""];
+    let strings =
+        ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\"", "\"x y\\tz\"", "\"a\\0b\""];
     let as_owned = |values: &[&str]| values.iter().map(|value| format!("{value}.to_string()")).collect();
     if let Some(rest) = ty.strip_prefix("&mut ") {
         // An out-parameter slice (`out: &mut [u8]`): buffers of a few lengths, what the function checks.
@@ -593,12 +594,17 @@ pub(super) fn slices(elements: &[String], open: &str, close: &str) -> Vec<String
         return Vec::new();
     }
     let pick = |idx: usize| elements[idx % elements.len()].clone();
-    vec![
+    let mut slices = vec![
         format!("{open}{close}"),
         format!("{open}{}{close}", pick(1)),
         format!("{open}{}, {}, {}{close}", pick(1), pick(2), pick(3)),
         format!("{open}{}, {}{close}", pick(4), pick(0)),
-    ]
+    ];
+    // The edge values at the end of a long list (a tab, a NUL) in one more.
+    if elements.len() > 5 {
+        slices.push(format!("{open}{}{close}", elements[5..].iter().take(4).cloned().collect::<Vec<_>>().join(", ")));
+    }
+    slices
 }
 
 /// Argument lists from each parameter's values: every value of each parameter with the others at a usual value,
