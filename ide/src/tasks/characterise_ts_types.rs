@@ -1,0 +1,457 @@
+//! TypeScript values of the package's own types, pure: type aliases resolved (generic ones with their type
+//! arguments), interfaces as object literals (with the members of what they extend), classes through their
+//! constructors, unions, arrays, function types and conditional types; the type-text helpers they read with.
+
+use spark_grammars::tree_sitter::Node;
+
+use super::{combine_few, slices, ts_values, Sources, MAX_VALUES};
+
+impl Sources {
+    /// Values of a TypeScript type: the built-in ones of [`ts_values`]; `any`, `unknown` and bare type
+    /// parameters as a mix of kinds; the project's type aliases and interfaces (as object literals) resolved.
+    pub fn ts_values(&self, ty: &str, type_parameters: &[String]) -> Vec<String> {
+        self.ts_values_at(ty, type_parameters, 0)
+    }
+
+    fn ts_values_at(&self, ty: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
+        let ty = ty.trim();
+        if matches!(ty, "any" | "unknown") || type_parameters.iter().any(|parameter| parameter == ty) {
+            return ANY_VALUES.map(str::to_owned).to_vec();
+        }
+        // `A extends B ? X : Y`: the values of the last branch, the type it is when nothing is registered.
+        if let Some(otherwise) = conditional_default(ty).filter(|_| depth <= 3) {
+            return self.ts_values_at(otherwise, type_parameters, depth + 1);
+        }
+        // `(A | B)`: the type in the parentheses.
+        let closing = at_depth(ty).find(|(_, ch, depth)| *ch == ')' && *depth == 0).map(|(at, ..)| at);
+        if ty.starts_with('(') && closing == Some(ty.len() - 1) {
+            return self.ts_values_at(&ty[1..ty.len() - 1], type_parameters, depth);
+        }
+        // `(a: A, b: B) => R`: functions written out that return values of `R`.
+        if let Some(returned) = function_return(ty).filter(|_| depth <= 2) {
+            let parameters = ty[..ty.len() - returned.len()].trim_end().trim_end_matches("=>").trim_end();
+            let names = (0..split_arguments_count(parameters)).map(|idx| format!("_{idx}")).collect::<Vec<_>>();
+            let values = match returned.trim() {
+                "void" | "undefined" => vec!["undefined".to_owned()],
+                returned => self.ts_values_at(returned, type_parameters, depth + 1),
+            };
+            return values.into_iter().take(3).map(|value| format!("({}) => ({value})", names.join(", "))).collect();
+        }
+        if ty == "Function" {
+            return ["() => 1", "(x: number) => x + 1", "(x: number) => x * 2"].map(str::to_owned).to_vec();
+        }
+        let parts: Vec<&str> = split_union(ty);
+        let literal = ty.starts_with(['"', '\'']) || ty.parse::<f64>().is_ok();
+        if parts.len() == 1 && (literal || ["true", "false", "undefined", "null"].contains(&ty)) {
+            return vec![ty.to_owned()];
+        }
+        let mut values = if parts.len() > 1 { Vec::new() } else { ts_values(ty) };
+        if !values.is_empty() || depth > 3 {
+            return values;
+        }
+        if parts.len() > 1 {
+            // Taken in turns from each part, so that the first few values are of every kind (`T | null`).
+            let per_part: Vec<Vec<String>> =
+                parts.iter().map(|part| self.ts_values_at(part, type_parameters, depth + 1)).collect();
+            let longest = per_part.iter().map(Vec::len).max().unwrap_or(0);
+            for idx in 0..longest {
+                for value in per_part.iter().filter_map(|values| values.get(idx)) {
+                    if !values.contains(value) {
+                        values.push(value.clone());
+                    }
+                }
+            }
+            values.truncate(2 * MAX_VALUES);
+            return values;
+        }
+        let array = ty
+            .strip_prefix("readonly ")
+            .unwrap_or(ty)
+            .strip_suffix("[]")
+            .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
+            .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')));
+        if let Some(element) = array {
+            return slices(&self.ts_values_at(element, type_parameters, depth + 1), "[", "]");
+        }
+        if ty.starts_with('{') && ty.ends_with('}') {
+            return self.ts_object_values(&ty[1..ty.len() - 1], type_parameters, depth);
+        }
+        let name = ty.split('<').next().unwrap_or(ty).trim();
+        if name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+            return values;
+        }
+        let definitions = self.ts_definitions(name);
+        // The definition's own type parameters take the arguments written (`Options<any, string>`), else their
+        // defaults, else stay type parameters (values of every kind).
+        let arguments = ty.strip_prefix(name).and_then(type_arguments).unwrap_or_default();
+        let mut type_parameters = type_parameters.to_vec();
+        let mut bound = |declared: &[(String, Option<String>)], text: &str| -> String {
+            let mut text = text.to_owned();
+            for (idx, (parameter, default)) in declared.iter().enumerate() {
+                match arguments.get(idx).map(String::as_str).or(default.as_deref()) {
+                    Some(argument) => text = replace_word(&text, parameter, argument),
+                    None => type_parameters.push(parameter.clone()),
+                }
+            }
+            text
+        };
+        match definitions.into_iter().next() {
+            Some(TsDefinition::Alias { value, parameters }) => {
+                let aliased = bound(&parameters, &value);
+                self.ts_values_at(&aliased, &type_parameters, depth + 1)
+            }
+            Some(TsDefinition::Object { members, parameters, extends }) => {
+                // An interface's members follow those of the interfaces it extends.
+                let mut all = String::new();
+                for base in extends {
+                    let base = bound(&parameters, &base);
+                    let base_name = base.split('<').next().unwrap_or(&base).trim().to_owned();
+                    let base_arguments = base.strip_prefix(&base_name).and_then(type_arguments).unwrap_or_default();
+                    match self.ts_definitions(&base_name).into_iter().next() {
+                        Some(TsDefinition::Object { members, parameters: base_parameters, extends }) if depth < 2 => {
+                            if !extends.is_empty() {
+                                return values;
+                            }
+                            let mut members = members;
+                            for (idx, (parameter, default)) in base_parameters.iter().enumerate() {
+                                if let Some(argument) = base_arguments.get(idx).or(default.as_ref()) {
+                                    members = replace_word(&members, parameter, argument);
+                                }
+                            }
+                            all.push_str(&members);
+                            all.push('\n');
+                        }
+                        // A base that is not the project's own interface: its members are not known.
+                        _ => return values,
+                    }
+                }
+                all.push_str(&bound(&parameters, &members));
+                self.ts_object_values(&all, &type_parameters, depth)
+            }
+            Some(TsDefinition::Class(Some(parameters))) => {
+                let options: Vec<Vec<String>> = parameters
+                    .iter()
+                    .map(|ty| self.ts_values_at(ty, &type_parameters, depth + 1).into_iter().take(3).collect())
+                    .collect();
+                combine_few(&options).into_iter().map(|args| format!("new {name}({args})")).collect()
+            }
+            Some(TsDefinition::Class(None)) | None => values,
+        }
+    }
+
+    /// Object literals from an object type's members (`a: string; b?: number`): required members only, then
+    /// with the optional ones; a member whose type has no values leaves the type without values.
+    fn ts_object_values(&self, members: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
+        let mut required: Vec<(String, Vec<String>)> = Vec::new();
+        let mut optional: Vec<(String, Vec<String>)> = Vec::new();
+        let members = without_comments(members);
+        for member in split_members(&members) {
+            let Some((key, ty)) = member.split_once(':') else { return Vec::new() };
+            let key = key.trim().trim_start_matches("readonly ").trim();
+            let (key, is_optional) = match key.strip_suffix('?') {
+                Some(key) => (key.trim(), true),
+                None => (key, false),
+            };
+            if key.is_empty() || !key.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+                return Vec::new();
+            }
+            let values: Vec<String> = self
+                .ts_values_at(ty, type_parameters, depth + 1)
+                .into_iter()
+                .filter(|value| value != "undefined")
+                .take(3)
+                .collect();
+            match (values.is_empty(), is_optional) {
+                (true, true) => {}
+                (true, false) => return Vec::new(),
+                (false, true) => optional.push((key.to_owned(), values)),
+                (false, false) => required.push((key.to_owned(), values)),
+            }
+        }
+        let object = |fields: &[(String, Vec<String>)], pick: usize| -> String {
+            let parts: Vec<String> = fields
+                .iter()
+                .enumerate()
+                .map(|(idx, (key, values))| format!("{key}: {}", values[(pick + idx) % values.len()]))
+                .collect();
+            if parts.is_empty() {
+                "{}".to_owned()
+            } else {
+                format!("{{ {} }}", parts.join(", "))
+            }
+        };
+        let mut values = Vec::new();
+        for pick in 0..3 {
+            let value = object(&required, pick);
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+        if !optional.is_empty() {
+            let all: Vec<(String, Vec<String>)> = required.iter().chain(&optional).cloned().collect();
+            for pick in 0..3 {
+                let value = object(&all, pick);
+                if !values.contains(&value) {
+                    values.push(value);
+                }
+            }
+        }
+        values
+    }
+}
+
+/// Values of `any`, `unknown` or an unconstrained type parameter: one or two of each kind.
+pub const ANY_VALUES: [&str; 14] =
+    ["undefined", "null", "0", "1", "-1", "\"\"", "\"a\"", "true", "false", "[]", "[1, 2]", "{}", "{ a: 1 }", "NaN"];
+
+enum TsDefinition {
+    /// A type alias: its value and type parameters (name, default).
+    Alias { value: String, parameters: Vec<(String, Option<String>)> },
+    /// An interface: its members, type parameters and the types it extends.
+    Object { members: String, parameters: Vec<(String, Option<String>)>, extends: Vec<String> },
+    /// A class's constructor parameter types (`Some(vec![])` for none); `None` when one is not plain.
+    Class(Option<Vec<String>>),
+}
+
+impl Sources {
+    /// The type aliases, interfaces and classes of the project named `name`.
+    fn ts_definitions(&self, name: &str) -> Vec<TsDefinition> {
+        self.collect(|node, text| {
+            let named = node.child_by_field_name("name").is_some_and(|found| &text[found.byte_range()] == name);
+            if !named {
+                return None;
+            }
+            let parameters = || declared_type_parameters(node, text);
+            match node.kind() {
+                "type_alias_declaration" => {
+                    let value = node.child_by_field_name("value")?;
+                    Some(TsDefinition::Alias { value: text[value.byte_range()].to_owned(), parameters: parameters() })
+                }
+                "interface_declaration" => {
+                    let body = node.child_by_field_name("body")?;
+                    let inner = &text[body.byte_range()];
+                    let mut cursor = node.walk();
+                    let extends = node
+                        .named_children(&mut cursor)
+                        .filter(|child| child.kind() == "extends_type_clause")
+                        .flat_map(|clause| {
+                            let mut cursor = clause.walk();
+                            clause
+                                .named_children(&mut cursor)
+                                .map(|base| text[base.byte_range()].to_owned())
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    let members = inner[1..inner.len().saturating_sub(1)].to_owned();
+                    Some(TsDefinition::Object { members, parameters: parameters(), extends })
+                }
+                "class_declaration" => Some(TsDefinition::Class(class_constructor(node, text))),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// The type parameters a declaration names, with their defaults (`<T, U = unknown>`).
+fn declared_type_parameters(node: Node, text: &str) -> Vec<(String, Option<String>)> {
+    let Some(list) = node.child_by_field_name("type_parameters") else { return Vec::new() };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter(|parameter| parameter.kind() == "type_parameter")
+        .filter_map(|parameter| {
+            let name = text[parameter.child_by_field_name("name")?.byte_range()].to_owned();
+            let default = parameter
+                .child_by_field_name("value")
+                .map(|value| text[value.byte_range()].trim_start_matches('=').trim().to_owned());
+            Some((name, default))
+        })
+        .collect()
+}
+
+/// The type arguments of `<A, B<C>>` (what follows a generic type's name), split at the top level.
+fn type_arguments(rest: &str) -> Option<Vec<String>> {
+    let inner = rest.trim().strip_prefix('<')?.strip_suffix('>')?;
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (at, ch, depth) in at_depth(inner) {
+        if ch == ',' && depth == 0 {
+            parts.push(inner[start..at].trim().to_owned());
+            start = at + 1;
+        }
+    }
+    parts.push(inner[start..].trim().to_owned());
+    Some(parts.into_iter().filter(|part| !part.is_empty()).collect())
+}
+
+/// `text` with every whole-word `word` (an identifier) replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_ident = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '$';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(is_ident) || after.is_some_and(is_ident) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The parameter types of a class's constructor (none declared: no parameters).
+fn class_constructor(class: Node, text: &str) -> Option<Vec<String>> {
+    let body = class.child_by_field_name("body")?;
+    let mut cursor = body.walk();
+    let constructor = body.named_children(&mut cursor).find(|member| {
+        member.kind() == "method_definition"
+            && member.child_by_field_name("name").is_some_and(|name| &text[name.byte_range()] == "constructor")
+    });
+    let Some(constructor) = constructor else { return Some(Vec::new()) };
+    let list = constructor.child_by_field_name("parameters")?;
+    let mut cursor = list.walk();
+    let mut types = Vec::new();
+    for parameter in list.named_children(&mut cursor) {
+        match parameter.kind() {
+            "required_parameter" => {
+                let ty = parameter.child_by_field_name("type")?;
+                types.push(text[ty.byte_range()].trim_start_matches(':').trim().to_owned());
+            }
+            "optional_parameter" => {}
+            _ => return None,
+        }
+    }
+    Some(types)
+}
+
+/// A type's text with its `//` and `/* */` comments blanked out (string literal types kept as written): a
+/// comment between an interface's members may hold commas and brackets of its own.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (Some(open), _) => {
+                out.push(ch);
+                if ch == '\\' {
+                    out.extend(chars.next());
+                } else if ch == open {
+                    quote = None;
+                }
+            }
+            (None, '"' | '\'' | '`') => {
+                quote = Some(ch);
+                out.push(ch);
+            }
+            (None, '/') if chars.peek() == Some(&'/') => while chars.next_if(|next| *next != '\n').is_some() {},
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for next in chars.by_ref() {
+                    if last == '*' && next == '/' {
+                        break;
+                    }
+                    last = next;
+                }
+                out.push(' ');
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// The members of an object type's body, split at top-level `;`, `,` and line ends.
+fn split_members(body: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (at, ch) in body.char_indices() {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !body[..at].ends_with('=') => depth -= 1,
+            ';' | ',' | '\n' if depth == 0 => {
+                parts.push(body[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(body[start..].trim());
+    parts
+        .into_iter()
+        .filter(|part| !part.is_empty() && !part.starts_with("//") && !part.starts_with("/*") && !part.starts_with('*'))
+        .collect()
+}
+
+/// The depth-0 positions of `ty`'s characters: `(at, ch, depth)`, brackets and generics counted.
+fn at_depth(ty: &str) -> impl Iterator<Item = (usize, char, i32)> + '_ {
+    let mut depth = 0i32;
+    ty.char_indices().map(move |(at, ch)| {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !ty[..at].ends_with('=') => depth -= 1,
+            _ => {}
+        }
+        (at, ch, depth)
+    })
+}
+
+/// The last branch of a conditional type (`A extends B ? X : Y` → `Y`), where `ty` is one.
+fn conditional_default(ty: &str) -> Option<&str> {
+    let question = at_depth(ty).find(|(_, ch, depth)| *ch == '?' && *depth == 0)?.0;
+    if !ty[..question].contains(" extends ") || ty[question + 1..].starts_with(['.', '?']) {
+        return None;
+    }
+    let colon = at_depth(ty).filter(|(at, ch, depth)| *ch == ':' && *depth == 0 && *at > question).last()?.0;
+    Some(ty[colon + 1..].trim())
+}
+
+/// The return type of a function type (`(a: A) => R` → `R`), where `ty` is one.
+fn function_return(ty: &str) -> Option<&str> {
+    if !ty.starts_with('(') {
+        return None;
+    }
+    let close = at_depth(ty).find(|(_, ch, depth)| *ch == ')' && *depth == 0)?.0;
+    let rest = ty[close + 1..].trim_start().strip_prefix("=>")?;
+    Some(rest.trim())
+}
+
+/// How many parameters a function type's parameter list (`(a: A, b?: B)`) names.
+fn split_arguments_count(parameters: &str) -> usize {
+    let inner = parameters.trim().strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or("");
+    // A trailing comma (one parameter a line) ends the list, it does not start another.
+    let inner = inner.trim().trim_end_matches(',');
+    if inner.trim().is_empty() {
+        return 0;
+    }
+    1 + at_depth(inner).filter(|(_, ch, depth)| *ch == ',' && *depth == 0).count()
+}
+
+/// The top-level parts of a union type.
+fn split_union(ty: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (at, ch) in ty.char_indices() {
+        match ch {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if !ty[..at].ends_with('=') => depth -= 1,
+            '|' if depth == 0 => {
+                parts.push(ty[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(ty[start..].trim());
+    parts.into_iter().filter(|part| !part.is_empty()).collect()
+}
