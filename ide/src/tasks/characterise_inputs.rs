@@ -461,6 +461,15 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
     }
 }
 
+/// The element type of a TypeScript array type: `T[]`, `readonly T[]`, `Array<T>`, `ReadonlyArray<T>`.
+pub(super) fn ts_array_element(ty: &str) -> Option<&str> {
+    ty.strip_prefix("readonly ")
+        .unwrap_or(ty)
+        .strip_suffix("[]")
+        .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
+        .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')))
+}
+
 /// Values of a TypeScript type for a first probe (see [`rust_values`]).
 pub fn ts_values(ty: &str) -> Vec<String> {
     let ty = ty.trim();
@@ -472,13 +481,7 @@ pub fn ts_values(ty: &str) -> Vec<String> {
         "bigint" => return ["0n", "1n", "10n"].map(str::to_owned).to_vec(),
         _ => {}
     }
-    let element = ty
-        .strip_prefix("readonly ")
-        .unwrap_or(ty)
-        .strip_suffix("[]")
-        .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
-        .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')));
-    if let Some(element) = element {
+    if let Some(element) = ts_array_element(ty) {
         return slices(&ts_values(element), "[", "]");
     }
     // A union of literal types: each literal.

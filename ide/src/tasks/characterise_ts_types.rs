@@ -4,6 +4,7 @@
 
 use spark_grammars::tree_sitter::Node;
 
+use super::super::ts_array_element;
 use super::{combine_few, slices, ts_values, Sources, MAX_VALUES};
 
 impl Sources {
@@ -64,13 +65,7 @@ impl Sources {
             values.truncate(2 * MAX_VALUES);
             return values;
         }
-        let array = ty
-            .strip_prefix("readonly ")
-            .unwrap_or(ty)
-            .strip_suffix("[]")
-            .or_else(|| ty.strip_prefix("Array<").and_then(|rest| rest.strip_suffix('>')))
-            .or_else(|| ty.strip_prefix("ReadonlyArray<").and_then(|rest| rest.strip_suffix('>')));
-        if let Some(element) = array {
+        if let Some(element) = ts_array_element(ty) {
             return slices(&self.ts_values_at(element, type_parameters, depth + 1), "[", "]");
         }
         if ty.starts_with('{') && ty.ends_with('}') {
@@ -271,16 +266,7 @@ fn declared_type_parameters(node: Node, text: &str) -> Vec<(String, Option<Strin
 /// The type arguments of `<A, B<C>>` (what follows a generic type's name), split at the top level.
 fn type_arguments(rest: &str) -> Option<Vec<String>> {
     let inner = rest.trim().strip_prefix('<')?.strip_suffix('>')?;
-    let mut parts = Vec::new();
-    let mut start = 0;
-    for (at, ch, depth) in at_depth(inner) {
-        if ch == ',' && depth == 0 {
-            parts.push(inner[start..at].trim().to_owned());
-            start = at + 1;
-        }
-    }
-    parts.push(inner[start..].trim().to_owned());
-    Some(parts.into_iter().filter(|part| !part.is_empty()).collect())
+    Some(split_top_level(inner, &[',']).into_iter().map(str::to_owned).collect())
 }
 
 /// `text` with every whole-word `word` (an identifier) replaced by `with`.
@@ -368,26 +354,27 @@ fn without_comments(text: &str) -> String {
 
 /// The members of an object type's body, split at top-level `;`, `,` and line ends.
 fn split_members(body: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (at, ch) in body.char_indices() {
-        match ch {
-            '(' | '[' | '{' | '<' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            '>' if !body[..at].ends_with('=') => depth -= 1,
-            ';' | ',' | '\n' if depth == 0 => {
-                parts.push(body[start..at].trim());
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(body[start..].trim());
+    let parts = split_top_level(body, &[';', ',', '\n']);
     parts
         .into_iter()
-        .filter(|part| !part.is_empty() && !part.starts_with("//") && !part.starts_with("/*") && !part.starts_with('*'))
+        .filter(|part| !part.starts_with("//") && !part.starts_with("/*") && !part.starts_with('*'))
         .collect()
+}
+
+/// The parts of `text` between the separators that stand outside every bracket and generic, trimmed, empty
+/// ones left out.
+fn split_top_level<'t>(text: &'t str, separators: &[char]) -> Vec<&'t str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (at, ch, depth) in at_depth(text) {
+        if depth == 0 && separators.contains(&ch) {
+            parts.push(text[start..at].trim());
+            start = at + ch.len_utf8();
+        }
+    }
+    parts.push(text[start..].trim());
+    parts.retain(|part| !part.is_empty());
+    parts
 }
 
 /// The depth-0 positions of `ty`'s characters: `(at, ch, depth)`, brackets and generics counted.
@@ -437,21 +424,5 @@ fn split_arguments_count(parameters: &str) -> usize {
 
 /// The top-level parts of a union type.
 fn split_union(ty: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (at, ch) in ty.char_indices() {
-        match ch {
-            '(' | '[' | '{' | '<' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            '>' if !ty[..at].ends_with('=') => depth -= 1,
-            '|' if depth == 0 => {
-                parts.push(ty[start..at].trim());
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(ty[start..].trim());
-    parts.into_iter().filter(|part| !part.is_empty()).collect()
+    split_top_level(ty, &['|'])
 }
