@@ -71,56 +71,41 @@ impl Sources {
         if ty.starts_with('{') && ty.ends_with('}') {
             return self.ts_object_values(&ty[1..ty.len() - 1], type_parameters, depth);
         }
-        let name = ty.split('<').next().unwrap_or(ty).trim();
+        let (name, arguments) = name_and_arguments(ty);
         if name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
             return values;
         }
         let definitions = self.ts_definitions(name);
         // The definition's own type parameters take the arguments written (`Options<any, string>`), else their
         // defaults, else stay type parameters (values of every kind).
-        let arguments = ty.strip_prefix(name).and_then(type_arguments).unwrap_or_default();
         let mut type_parameters = type_parameters.to_vec();
-        let mut bound = |declared: &[(String, Option<String>)], text: &str| -> String {
-            let mut text = text.to_owned();
-            for (idx, (parameter, default)) in declared.iter().enumerate() {
-                match arguments.get(idx).map(String::as_str).or(default.as_deref()) {
-                    Some(argument) => text = replace_word(&text, parameter, argument),
-                    None => type_parameters.push(parameter.clone()),
-                }
-            }
-            text
-        };
         match definitions.into_iter().next() {
             Some(TsDefinition::Alias { value, parameters }) => {
-                let aliased = bound(&parameters, &value);
+                let (aliased, unbound) = bind(&parameters, &arguments, &value);
+                type_parameters.extend(unbound);
                 self.ts_values_at(&aliased, &type_parameters, depth + 1)
             }
             Some(TsDefinition::Object { members, parameters, extends }) => {
                 // An interface's members follow those of the interfaces it extends.
                 let mut all = String::new();
                 for base in extends {
-                    let base = bound(&parameters, &base);
-                    let base_name = base.split('<').next().unwrap_or(&base).trim().to_owned();
-                    let base_arguments = base.strip_prefix(&base_name).and_then(type_arguments).unwrap_or_default();
-                    match self.ts_definitions(&base_name).into_iter().next() {
+                    let (base, _) = bind(&parameters, &arguments, &base);
+                    let (base_name, base_arguments) = name_and_arguments(&base);
+                    match self.ts_definitions(base_name).into_iter().next() {
                         Some(TsDefinition::Object { members, parameters: base_parameters, extends }) if depth < 2 => {
                             if !extends.is_empty() {
                                 return values;
                             }
-                            let mut members = members;
-                            for (idx, (parameter, default)) in base_parameters.iter().enumerate() {
-                                if let Some(argument) = base_arguments.get(idx).or(default.as_ref()) {
-                                    members = replace_word(&members, parameter, argument);
-                                }
-                            }
-                            all.push_str(&members);
+                            all.push_str(&bind(&base_parameters, &base_arguments, &members).0);
                             all.push('\n');
                         }
                         // A base that is not the project's own interface: its members are not known.
                         _ => return values,
                     }
                 }
-                all.push_str(&bound(&parameters, &members));
+                let (members, unbound) = bind(&parameters, &arguments, &members);
+                all.push_str(&members);
+                type_parameters.extend(unbound);
                 self.ts_object_values(&all, &type_parameters, depth)
             }
             Some(TsDefinition::Class(Some(parameters))) => {
@@ -261,6 +246,27 @@ fn declared_type_parameters(node: Node, text: &str) -> Vec<(String, Option<Strin
             Some((name, default))
         })
         .collect()
+}
+
+/// A generic type's name and type arguments: `Options<any, string>` → `Options`, [`any`, `string`].
+fn name_and_arguments(ty: &str) -> (&str, Vec<String>) {
+    let ty = ty.trim();
+    let name = ty.split('<').next().unwrap_or(ty).trim();
+    (name, ty.strip_prefix(name).and_then(type_arguments).unwrap_or_default())
+}
+
+/// `text` with each declared type parameter replaced by its argument, else its default; the parameters left
+/// with neither.
+fn bind(declared: &[(String, Option<String>)], arguments: &[String], text: &str) -> (String, Vec<String>) {
+    let mut text = text.to_owned();
+    let mut unbound = Vec::new();
+    for (idx, (parameter, default)) in declared.iter().enumerate() {
+        match arguments.get(idx).or(default.as_ref()) {
+            Some(argument) => text = replace_word(&text, parameter, argument),
+            None => unbound.push(parameter.clone()),
+        }
+    }
+    (text, unbound)
 }
 
 /// The type arguments of `<A, B<C>>` (what follows a generic type's name), split at the top level.
