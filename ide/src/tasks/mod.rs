@@ -22,6 +22,7 @@ mod characterise_inputs;
 mod fix;
 mod probe;
 mod regex;
+mod regex_describe;
 mod regex_synth;
 pub mod suggested;
 mod tests;
@@ -135,6 +136,8 @@ pub enum Origin {
     SimilarName,
     /// A regex synthesised from its examples' shape.
     Examples,
+    /// A regex read from its description's words.
+    Description,
 }
 
 impl Origin {
@@ -145,6 +148,7 @@ impl Origin {
             Origin::Compiler => "compiler",
             Origin::SimilarName => "similar name",
             Origin::Examples => "examples",
+            Origin::Description => "description",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! no certain near miss matched). One is offered only when the examples decide it alone or two candidates
 //! written independently agree on every probe Spark wrote.
 
+use super::regex_describe::from_description;
 use super::regex_synth::synthesise;
 use super::*;
 use crate::route::{PromptStyle, TaskPrompt};
@@ -207,9 +208,9 @@ struct Passed {
 /// independently (a synthesised one and a model's, or two different model samples) agree on every probe; the
 /// simplest (shortest) of the agreeing ones is offered. One unconfirmed candidate is not enough: a wrong regex
 /// that looks verified is worse than none.
-fn choose(passed: &[Passed], decided: Option<&str>) -> Option<(String, Origin)> {
-    if let Some(pattern) = decided {
-        return Some((pattern.to_owned(), Origin::Examples));
+fn choose(passed: &[Passed], decided: Option<(&str, Origin)>) -> Option<(String, Origin)> {
+    if let Some((pattern, origin)) = decided {
+        return Some((pattern.to_owned(), origin));
     }
     let mut best: Option<&Passed> = None;
     for (idx, one) in passed.iter().enumerate() {
@@ -271,6 +272,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
     let mut rejections: Vec<String> = Vec::new();
     let mut passed: Vec<Passed> = Vec::new();
     let mut decided: Option<String> = None;
+    let mut decided_by = Origin::Examples;
     // What needs no model first: the examples' own shape (the strong tier skips it: the fast one tried it).
     match synthesise(&spec.description, &spec.positives) {
         Ok(candidates) => {
@@ -295,6 +297,21 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             }
         }
         Err(why) => rejections.push(format!("no pattern from the examples: {why}")),
+    }
+    // The description read word by word: a second source, independent of the examples, which then confirm it.
+    if decided.is_none() {
+        if let Some(pattern) = from_description(&spec.description) {
+            match judge(&pattern) {
+                Ok(generalisation) => {
+                    if !budget.model_only {
+                        decided_by = Origin::Description;
+                        decided = Some(pattern.clone());
+                    }
+                    passed.push(Passed { pattern, origin: Origin::Description, generalisation });
+                }
+                Err(rejection) => rejections.push(format!("from the description, /{pattern}/ {rejection}")),
+            }
+        }
     }
     let mut tried = 0;
     // The model's sample is offered only with a second, independent candidate that agrees with it: a reading
@@ -348,7 +365,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             }
         }
     }
-    let Some((pattern, origin)) = choose(&passed, decided.as_deref()) else {
+    let Some((pattern, origin)) = choose(&passed, decided.as_deref().map(|pattern| (pattern, decided_by))) else {
         // First: the last rejection stays the last candidate's own (what a client shows as the reason).
         if !passed.is_empty() {
             rejections.insert(
@@ -498,7 +515,7 @@ mod tests {
     use super::*;
 
     /// One row of a test table.
-    type Case<'a> = (Vec<Passed>, Option<&'a str>, Option<(&'a str, Origin)>);
+    type Case<'a> = (Vec<Passed>, Option<(&'a str, Origin)>, Option<(&'a str, Origin)>);
 
     fn passed(pattern: &str, origin: Origin, signature: &[bool]) -> Passed {
         let generalisation = Generalisation {
@@ -517,7 +534,7 @@ mod tests {
     fn choice_table() {
         let (model, examples) = (Origin::Model, Origin::Examples);
         let cases: [Case; 6] = [
-            (vec![], Some("^a$"), Some(("^a$", examples))),
+            (vec![], Some(("^a$", examples)), Some(("^a$", examples))),
             (vec![passed("^x+$", model, &[true, false])], None, None),
             (
                 vec![passed("^[0-9]{2}$", examples, &[true, false]), passed("^[0-9][0-9]$", model, &[true, false])],

@@ -289,7 +289,8 @@ fn class(runs: &[&str], widen: &Widen) -> String {
     format!("[{class}]")
 }
 
-fn escape(ch: char) -> String {
+/// A character as a pattern matches it.
+pub(super) fn escape(ch: char) -> String {
     if "\\.+*?()|[]{}^$".contains(ch) {
         format!("\\{ch}")
     } else {
