@@ -513,7 +513,8 @@ impl Reader<'_> {
             .or_else(|| self.number_with(start))
             .or_else(|| self.counted_kinds(start))
             .or_else(|| self.symbols(start))
-            .or_else(|| self.literal_character(start))?;
+            .or_else(|| self.literal_character(start))
+            .or_else(|| self.without_spaces(start))?;
         let mut end = start + used;
         if self.is(end, "not") && self.is(end + 1, "starting") && self.is(end + 2, "with") {
             let (excluded, length) = self.first_character(end + 3)?;
@@ -647,6 +648,14 @@ impl Reader<'_> {
 
     /// A count and kinds of character (`three digits`, `2 to 5 uppercase letters`, `a letter`, `digits`).
     fn counted_kinds(&mut self, at: usize) -> Option<(Piece, usize)> {
+        // `an identifier of letters digits and underscores`, `a non-empty string of hex digits`: a name, then
+        // what it is made of.
+        let named = self.name_of(at);
+        if named > 0 {
+            let (chars, used, is_plural) = self.kinds(at + named)?;
+            let count = if is_plural { Count::Plural } else { Count::Exactly(1) };
+            return Some((Piece::Chars { chars, count, first: None, optional: false }, named + used));
+        }
         let (count, counted) = match self.count(at) {
             Some(found) => found,
             None => (Count::Plural, 0),
@@ -659,6 +668,46 @@ impl Reader<'_> {
             count => count,
         };
         Some((Piece::Chars { chars, count, first: None, optional: false }, counted + used))
+    }
+
+    /// The words of `a NAME of` (`an identifier of`, `a non-empty string of`) before what the thing is made of;
+    /// 0 where there are none.
+    fn name_of(&self, at: usize) -> usize {
+        let mut used = usize::from(self.is_article(at));
+        if used == 0 {
+            return 0;
+        }
+        used += usize::from(self.is(at + used, "non-empty"));
+        let is_name = self.lower(at + used).is_some_and(|word| {
+            word.chars().all(|ch| ch.is_ascii_alphabetic())
+                && !GRAMMAR_WORDS.contains(&word.as_str())
+                && kind_noun(&word).is_none()
+                && number(&word).is_none()
+        });
+        if is_name && self.is(at + used + 1, "of") {
+            used + 2
+        } else {
+            0
+        }
+    }
+
+    /// Anything but whitespace: `a value without spaces`, `a token with no whitespace`.
+    fn without_spaces(&self, at: usize) -> Option<(Piece, usize)> {
+        let used = usize::from(self.is_article(at));
+        let word = self.lower(at + used)?;
+        if !word.chars().all(|ch| ch.is_ascii_alphabetic()) || GRAMMAR_WORDS.contains(&word.as_str()) {
+            return None;
+        }
+        let length = if self.is(at + used + 1, "without") {
+            1
+        } else if self.is(at + used + 1, "with") && self.is(at + used + 2, "no") {
+            2
+        } else {
+            return None;
+        };
+        let spaces = self.lower(at + used + 1 + length)?;
+        matches!(spaces.as_str(), "spaces" | "whitespace")
+            .then(|| (Piece::pattern(r"\S+".to_owned()), used + 2 + length))
     }
 
     /// Symbols written as such, with an optional count and noun: `@`, `$`, `1 to 6 # characters`, `+ or - sign`.
@@ -1181,6 +1230,8 @@ mod tests {
             ("a key: 4-2-6 hex digits separated by colons", Some(r"^[a-fA-F0-9]{4}:[a-fA-F0-9]{2}:[a-fA-F0-9]{6}$")),
             ("a tag: three pairs of digits separated by dashes", Some(r"^[0-9]{2}(?:-[0-9]{2}){2}$")),
             ("a hint: yes or no", Some(r"^(?:yes|no)$")),
+            ("a flag: a name of lowercase letters then = then a setting without spaces", Some(r"^[a-z]+=\S+$")),
+            ("a word of uppercase letters", Some(r"^[A-Z]+$")),
             ("a stamp HH:MM:SS", Some(r"^(?:[0-1][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")),
             ("a 12-hour clock h:mm followed by a space and AM or PM", Some(r"^(?:[1-9]|1[0-2]):[0-5][0-9] (?:AM|PM)$")),
             (
