@@ -1186,6 +1186,8 @@ fn same_length(low: &[u8], high: &[u8]) -> Vec<String> {
     if middle_low <= middle_high {
         let first = if middle_low == middle_high {
             (middle_low as char).to_string()
+        } else if middle_high == middle_low + 1 {
+            format!("[{}{}]", middle_low as char, middle_high as char)
         } else {
             format!("[{}-{}]", middle_low as char, middle_high as char)
         };
@@ -1232,13 +1234,13 @@ mod tests {
             ("a hint: yes or no", Some(r"^(?:yes|no)$")),
             ("a flag: a name of lowercase letters then = then a setting without spaces", Some(r"^[a-z]+=\S+$")),
             ("a word of uppercase letters", Some(r"^[A-Z]+$")),
-            ("a stamp HH:MM:SS", Some(r"^(?:[0-1][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")),
+            ("a stamp HH:MM:SS", Some(r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")),
             ("a 12-hour clock h:mm followed by a space and AM or PM", Some(r"^(?:[1-9]|1[0-2]):[0-5][0-9] (?:AM|PM)$")),
             (
                 "a day YYYY-MM-DD with a two-digit month 01-12",
-                Some(r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[1-2][0-9]|3[0-1])$"),
+                Some(r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$"),
             ),
-            ("a day YYYY-MM-DD with a month 1-12", Some(r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[1-2][0-9]|3[0-1])$")),
+            ("a day YYYY-MM-DD with a month 1-12", Some(r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$")),
             // A restated field that disagrees with the template: nothing.
             ("a day YYYY-MM-DD with a month 01-13", None),
             // Words the reader does not know: nothing.
