@@ -555,6 +555,11 @@ impl Reader<'_> {
         if self.is_article(at) && self.word(at + 1).is_none_or(|word| number(word).is_none()) {
             return Some((Count::Exactly(1), 1));
         }
+        if let Some((low, high)) = self.word(at)?.split_once('-') {
+            // `3-16 letters`.
+            let (low, high) = (number(low)?, number(high)?);
+            return (low <= high && high > 0).then_some((Count::Between(low, high), 1));
+        }
         let low = number(self.word(at)?)?;
         if self.is(at + 1, "to") {
             let high = number(self.word(at + 2)?)?;
@@ -654,7 +659,8 @@ impl Reader<'_> {
         if named > 0 {
             let (chars, used, is_plural) = self.kinds(at + named)?;
             let count = if is_plural { Count::Plural } else { Count::Exactly(1) };
-            return Some((Piece::Chars { chars, count, first: None, optional: false }, named + used));
+            let (piece, length) = self.of_length(at + named + used, chars, count)?;
+            return Some((piece, named + used + length));
         }
         let (count, counted) = match self.count(at) {
             Some(found) => found,
@@ -667,7 +673,69 @@ impl Reader<'_> {
             Count::Plural if !is_plural => Count::Exactly(1),
             count => count,
         };
-        Some((Piece::Chars { chars, count, first: None, optional: false }, counted + used))
+        let (piece, length) = self.of_length(at + counted + used, chars, count)?;
+        Some((piece, counted + used + length))
+    }
+
+    /// Characters of a set with a length said after them (`of even length`, `of length 8`, `of length 2 to 4`)
+    /// when the count before them said none; the words read.
+    fn of_length(&self, at: usize, chars: Chars, count: Count) -> Option<(Piece, usize)> {
+        let plain = Piece::Chars { chars, count, first: None, optional: false };
+        if !self.is(at, "of") {
+            return Some((plain, 0));
+        }
+        if count != Count::Plural {
+            return None;
+        }
+        if self.is(at + 1, "even") && self.is(at + 2, "length") {
+            return Some((Piece::pattern(format!("(?:{}{{2}})+", chars.atom())), 3));
+        }
+        if self.is(at + 1, "length") {
+            let (count, used) = self.count(at + 2).filter(|(count, _)| !matches!(count, Count::Plural))?;
+            return Some((Piece::Chars { chars, count, first: None, optional: false }, 2 + used));
+        }
+        None
+    }
+
+    /// Single characters listed (`0 and 1`, `a b or c`), then optionally the kind they are (`digits`): the set.
+    fn listed_characters(&self, at: usize) -> Option<(Chars, usize)> {
+        let mut used = 0;
+        let mut chars = Chars(0);
+        let mut listed = 0;
+        loop {
+            let word = self.word(at + used)?;
+            let mut letters = word.chars();
+            let (Some(ch), None) = (letters.next(), letters.next()) else { return None };
+            if !ch.is_ascii_alphanumeric() {
+                return None;
+            }
+            chars = chars.or(Chars::one(ch));
+            listed += 1;
+            used += 1;
+            if self.is(at + used, "and") || self.is(at + used, "or") || self.is(at + used, ",") {
+                used += 1;
+                continue;
+            }
+            // Side by side: `0 1 or 2`.
+            if self.word(at + used).is_some_and(|next| next.chars().count() == 1) {
+                continue;
+            }
+            break;
+        }
+        if listed < 2 {
+            return None;
+        }
+        let kind = self.lower(at + used).and_then(|word| kind_noun(&word));
+        let fits = match kind {
+            Some(Kind::Digit) => chars.members().all(|ch| ch.is_ascii_digit()),
+            Some(Kind::Letter) => chars.members().all(|ch| ch.is_ascii_alphabetic()),
+            Some(Kind::Character) => true,
+            _ => false,
+        };
+        if fits {
+            used += 1;
+        }
+        Some((chars, used))
     }
 
     /// The words of `a NAME of` (`an identifier of`, `a non-empty string of`) before what the thing is made of;
@@ -946,7 +1014,17 @@ impl Reader<'_> {
             return None;
         }
         used += 1;
-        let core = format!("{}+", digits.unwrap_or_else(Chars::digits).atom());
+        let mut digits = digits.unwrap_or_else(Chars::digits);
+        // `a binary number made of 0 and 1 digits`: the digits listed, which the kind of number must allow.
+        if self.is(at + used, "made") && self.is(at + used + 1, "of") {
+            let (listed, length) = self.listed_characters(at + used + 2)?;
+            if listed.without(digits) != Chars(0) {
+                return None;
+            }
+            digits = listed;
+            used += 2 + length;
+        }
+        let core = format!("{}+", digits.atom());
         let (mut before, mut after) = (String::new(), String::new());
         if self.is(at + used, "with") {
             used += 1;
@@ -1234,6 +1312,11 @@ mod tests {
             ("a hint: yes or no", Some(r"^(?:yes|no)$")),
             ("a flag: a name of lowercase letters then = then a setting without spaces", Some(r"^[a-z]+=\S+$")),
             ("a word of uppercase letters", Some(r"^[A-Z]+$")),
+            ("a key: a non-empty string of lowercase letters of even length", Some(r"^(?:[a-z]{2})+$")),
+            ("a pin: digits of length 4 to 6", Some(r"^[0-9]{4,6}$")),
+            ("a name of 2-8 lowercase letters", Some(r"^[a-z]{2,8}$")),
+            ("a number made of 0 1 or 2 digits", Some(r"^[0-2]+$")),
+            ("an octal number made of 7 and 8 digits", None),
             ("a stamp HH:MM:SS", Some(r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")),
             ("a 12-hour clock h:mm followed by a space and AM or PM", Some(r"^(?:[1-9]|1[0-2]):[0-5][0-9] (?:AM|PM)$")),
             (
