@@ -12,8 +12,6 @@
 //! prefix or fraction, lists joined by a separator (`dot-separated`, `separated by colons`, `pairs of`),
 //! `not starting with`, `optional`, and the joints `then`, `followed by`, `and`, `,`, `or`.
 
-use super::regex_synth::escape;
-
 /// The pattern the description spells out, anchored; `None` when any of its words is not understood.
 pub fn from_description(description: &str) -> Option<String> {
     let description = description.trim().trim_end_matches('.').trim();
@@ -53,6 +51,15 @@ fn words(text: &str) -> Vec<String> {
         }
     }
     words
+}
+
+/// A character as a pattern matches it.
+pub(super) fn escape(ch: char) -> String {
+    if "\\.+*?()|[]{}^$".contains(ch) {
+        format!("\\{ch}")
+    } else {
+        ch.to_string()
+    }
 }
 
 /// A set of ASCII characters.
@@ -1171,7 +1178,7 @@ struct Field {
 
 /// A template's runs of one letter (the letter, how many) and its separators, when it has two fields or more
 /// and only the letters of dates and times.
-fn template_parts(word: &str) -> Option<Vec<Result<(char, usize), char>>> {
+pub(super) fn template_parts(word: &str) -> Option<Vec<Result<(char, usize), char>>> {
     let mut parts: Vec<Result<(char, usize), char>> = Vec::new();
     for ch in word.chars() {
         match (parts.last_mut(), ch) {

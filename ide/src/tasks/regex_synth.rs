@@ -6,6 +6,8 @@
 //! never states is ambiguous (`42`, `17`: two digits, or a number?), so such a pattern is offered only when a
 //! model's candidate agrees with it on every probe. The checks of `verify::regex` judge these as any candidate.
 
+use super::regex_describe::{escape, template_parts};
+
 /// A pattern synthesised from the examples.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Synthesised {
@@ -27,6 +29,10 @@ pub fn synthesise(description: &str, positives: &[String]) -> Result<Vec<Synthes
     }
     if let Some(word) = CONSTRAINT_WORDS.iter().find(|word| format!(" {lower} ").contains(*word)) {
         return Err(format!("the description constrains values ({:?}), which examples cannot show", word.trim()));
+    }
+    // A date or time template (`HH:MM`, `YYYY-MM-DD`) states ranges as surely as `from 0 to 23` does.
+    if let Some(template) = description.split_whitespace().find(|word| template_parts(word).is_some()) {
+        return Err(format!("the description's template {template:?} constrains values, which examples cannot show"));
     }
     if let Some(symbol) =
         named_symbols(description).into_iter().find(|symbol| !positives.iter().any(|example| example.contains(*symbol)))
@@ -289,15 +295,6 @@ fn class(runs: &[&str], widen: &Widen) -> String {
     format!("[{class}]")
 }
 
-/// A character as a pattern matches it.
-pub(super) fn escape(ch: char) -> String {
-    if "\\.+*?()|[]{}^$".contains(ch) {
-        format!("\\{ch}")
-    } else {
-        ch.to_string()
-    }
-}
-
 /// The candidates for one shape: each run's length fixed where the examples agree, and, where the examples
 /// cannot decide, the other readings too (`+` for a shared length the description never states; a list of any
 /// number of parts for examples that all have the same number of like parts). A reading is decided when every
@@ -505,7 +502,7 @@ mod tests {
     /// (description, examples, the patterns synthesised and whether they are decided, or the reason for none).
     #[test]
     fn synthesis_table() {
-        let cases: [Case; 15] = [
+        let cases: [Case; 16] = [
             (
                 "a calendar date year-month-day",
                 &["2031-05-17", "1987-11-02"],
@@ -553,6 +550,7 @@ mod tests {
             ("a count from 1 to 9", &["3", "8"], Err("constrains values")),
             ("a score with an optional plus sign", &["12", "40"], Err("constrains values")),
             ("a price with a $ sign", &["12", "40"], Err("no example shows")),
+            ("a clock reading in HH:MM form", &["10:15", "07:45"], Err("constrains values")),
         ];
         for (description, examples, expected) in cases {
             let got = synthesise(description, &owned(examples));
