@@ -300,8 +300,9 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
     }
     // The description read word by word: a second source, independent of the examples, which then confirm it.
     if decided.is_none() {
-        if let Some(pattern) = from_description(&spec.description) {
-            match judge(&pattern) {
+        match from_description(&spec.description) {
+            Err(why) => rejections.push(format!("no pattern from the description: {why}")),
+            Ok(pattern) => match judge(&pattern) {
                 Ok(generalisation) => {
                     if !budget.model_only {
                         decided_by = Origin::Description;
@@ -310,7 +311,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
                     passed.push(Passed { pattern, origin: Origin::Description, generalisation });
                 }
                 Err(rejection) => rejections.push(format!("from the description, /{pattern}/ {rejection}")),
-            }
+            },
         }
     }
     let mut tried = 0;

@@ -12,8 +12,9 @@
 //! prefix or fraction, lists joined by a separator (`dot-separated`, `separated by colons`, `pairs of`),
 //! `not starting with`, `optional`, and the joints `then`, `followed by`, `and`, `,`, `or`.
 
-/// The pattern the description spells out, anchored; `None` when any of its words is not understood.
-pub fn from_description(description: &str) -> Option<String> {
+/// The pattern the description spells out, anchored; `Err` says where the reading stopped when a word is not
+/// understood.
+pub fn from_description(description: &str) -> Result<String, String> {
     let description = description.trim().trim_end_matches('.').trim();
     // `a name: its structure`: the structure alone. Without a colon, the whole, or what follows `of` or `with`
     // (`a username of 3 to 16 letters`, `an IPv4 address with four dot-separated numbers`).
@@ -31,11 +32,22 @@ pub fn from_description(description: &str) -> Option<String> {
             bodies
         }
     };
-    bodies.into_iter().find_map(|body| {
+    let mut unread = None;
+    for body in bodies {
         let words = words(body);
-        let pattern = Reader { words: &words, case: None }.sequence()?;
-        Some(format!("^{pattern}$"))
-    })
+        match (Reader { words: &words, case: None }).sequence() {
+            Ok(pattern) => return Ok(format!("^{pattern}$")),
+            Err(at) => {
+                // What the user reads: where the first reading (the structure after the colon, or the whole)
+                // stopped.
+                let shown: Vec<&str> = words.iter().skip(at).take(4).map(String::as_str).collect();
+                unread.get_or_insert_with(|| {
+                    format!("words the description reader does not know: \"{}\"", shown.join(" "))
+                });
+            }
+        }
+    }
+    Err(unread.unwrap_or_else(|| "an empty description".to_owned()))
 }
 
 /// The description's words, a trailing comma its own word.
@@ -420,7 +432,8 @@ impl Reader<'_> {
     }
 
     /// Pieces joined by joints, or side by side (`three digits a hyphen two digits`), to the last word.
-    fn sequence(&mut self) -> Option<String> {
+    /// `Err` holds the index of the first word no piece could read.
+    fn sequence(&mut self) -> Result<String, usize> {
         let mut pieces: Vec<Piece> = Vec::new();
         let mut at = 0;
         while at < self.words.len() {
@@ -430,18 +443,18 @@ impl Reader<'_> {
                     continue;
                 }
             }
-            let (piece, used) = self.alternatives(at)?;
+            let (piece, used) = self.alternatives(at).ok_or(at)?;
             pieces.push(piece);
             at += used;
         }
         if pieces.is_empty() {
-            return None;
+            return Err(0);
         }
         let mut out = String::new();
         for (idx, piece) in pieces.iter().enumerate() {
             out.push_str(&piece.render(idx.checked_sub(1).map(|before| &pieces[before])));
         }
-        Some(out)
+        Ok(out)
     }
 
     /// A piece, or pieces joined by `or` (single characters merge into one class), or a list of literal words
@@ -1340,8 +1353,15 @@ mod tests {
             ("a code: lowercase letters joined by single hyphens in words", None),
         ];
         for (description, expected) in cases {
-            assert_eq!(from_description(description).as_deref(), *expected, "{description}");
+            assert_eq!(from_description(description).ok().as_deref(), *expected, "{description}");
         }
+    }
+
+    /// Where the reading stopped is what the user is told.
+    #[test]
+    fn the_first_unknown_words_are_named() {
+        let why = from_description("a weekday: three letters in English").unwrap_err();
+        assert!(why.contains("\"in English\""), "{why}");
     }
 
     /// Every integer up to a bound matches the range's pattern exactly when it lies in the range and is written
