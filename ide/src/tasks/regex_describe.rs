@@ -264,6 +264,15 @@ impl Piece {
     }
 }
 
+/// Pieces one after another, each rendered knowing the one before it.
+fn render_all(pieces: &[Piece]) -> String {
+    let mut out = String::new();
+    for (idx, piece) in pieces.iter().enumerate() {
+        out.push_str(&piece.render(idx.checked_sub(1).map(|before| &pieces[before])));
+    }
+    out
+}
+
 /// Whether `pattern` is one unit a quantifier applies to whole: a character, an escape, a class or a group.
 fn is_atom(pattern: &str) -> bool {
     let chars: Vec<char> = pattern.chars().collect();
@@ -433,28 +442,60 @@ impl Reader<'_> {
 
     /// Pieces joined by joints, or side by side (`three digits a hyphen two digits`), to the last word.
     /// `Err` holds the index of the first word no piece could read.
+    ///
+    /// `optionally` after a joint (`then optionally a dot and two digits`, `optionally followed by a hyphen and
+    /// four digits`) makes every piece up to the next `then`, `followed by` or `,` one optional group.
     fn sequence(&mut self) -> Result<String, usize> {
         let mut pieces: Vec<Piece> = Vec::new();
+        // The optional group being read, if any.
+        let mut group: Option<Vec<Piece>> = None;
+        let close = |pieces: &mut Vec<Piece>, group: &mut Option<Vec<Piece>>| {
+            if let Some(grouped) = group.take() {
+                pieces.push(Piece::pattern(render_all(&grouped)).optional());
+            }
+        };
         let mut at = 0;
         while at < self.words.len() {
-            if !pieces.is_empty() {
-                if let Some(length) = self.joint(at) {
+            if !pieces.is_empty() || group.as_ref().is_some_and(|grouped| !grouped.is_empty()) {
+                let opens = if self.is(at, "optionally") && self.is(at + 1, "followed") && self.is(at + 2, "by") {
+                    Some(3)
+                } else {
+                    None
+                };
+                if let Some(length) = opens {
+                    close(&mut pieces, &mut group);
+                    group = Some(Vec::new());
                     at += length;
+                    continue;
+                }
+                if let Some(length) = self.joint(at) {
+                    if !self.is(at, "and") || self.is(at + 1, "then") {
+                        close(&mut pieces, &mut group);
+                    }
+                    at += length;
+                    if self.is(at, "optionally") {
+                        close(&mut pieces, &mut group);
+                        group = Some(Vec::new());
+                        at += 1;
+                    }
                     continue;
                 }
             }
             let (piece, used) = self.alternatives(at).ok_or(at)?;
-            pieces.push(piece);
+            match group.as_mut() {
+                Some(grouped) => grouped.push(piece),
+                None => pieces.push(piece),
+            }
             at += used;
         }
+        if group.as_ref().is_some_and(Vec::is_empty) {
+            return Err(self.words.len());
+        }
+        close(&mut pieces, &mut group);
         if pieces.is_empty() {
             return Err(0);
         }
-        let mut out = String::new();
-        for (idx, piece) in pieces.iter().enumerate() {
-            out.push_str(&piece.render(idx.checked_sub(1).map(|before| &pieces[before])));
-        }
-        Ok(out)
+        Ok(render_all(&pieces))
     }
 
     /// A piece, or pieces joined by `or` (single characters merge into one class), or a list of literal words
@@ -995,7 +1036,12 @@ impl Reader<'_> {
         if used == nouns_start {
             return None;
         }
-        let (low, high, length) = self.range_words(at + used)?;
+        let Some((low, high, length)) = self.range_words(at + used) else {
+            // `a six-digit PIN`: as many digits as said, any value.
+            let digits =
+                Piece::Chars { chars: Chars::digits(), count: Count::Exactly(width?), first: None, optional: false };
+            return Some((digits, used));
+        };
         used += length;
         let bound = |text: &str| {
             (!text.is_empty() && text.len() <= 9 && text.bytes().all(|byte| byte.is_ascii_digit()))
@@ -1332,6 +1378,10 @@ mod tests {
             ("a hint: yes or no", Some(r"^(?:yes|no)$")),
             ("a flag: a name of lowercase letters then = then a setting without spaces", Some(r"^[a-z]+=\S+$")),
             ("a word of uppercase letters", Some(r"^[A-Z]+$")),
+            ("a postcode: 5 digits optionally followed by a hyphen and 4 digits", Some(r"^[0-9]{5}(?:-[0-9]{4})?$")),
+            ("a price: digits then optionally a dot and two digits then a space", Some(r"^[0-9]+(?:\.[0-9]{2})? $")),
+            ("a six-digit PIN", Some(r"^[0-9]{6}$")),
+            ("a code: a 4-digit block then a letter", Some(r"^[0-9]{4}[a-zA-Z]$")),
             ("a key: a non-empty string of lowercase letters of even length", Some(r"^(?:[a-z]{2})+$")),
             ("a pin: digits of length 4 to 6", Some(r"^[0-9]{4,6}$")),
             ("a name of 2-8 lowercase letters", Some(r"^[a-z]{2,8}$")),
