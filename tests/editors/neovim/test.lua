@@ -3,7 +3,8 @@
 -- Opens a Rust file, types in insert mode, waits for ghost text from the real model, checks that Esc hides it,
 -- brings it back, accepts it with Tab and checks that the buffer changed by exactly the suggestion at the cursor;
 -- then checks that Tab falls through when nothing is shown, and that `spark/status` reports a latency; last, applies
--- the Spark fix for a missing `;` through vim.lsp.buf.code_action() and checks the buffer.
+-- the Spark fix for a missing `;` through vim.lsp.buf.code_action() and checks the buffer, and :SparkGenerateRegex on
+-- a `// regex:` comment in a new file.
 -- Environment: SPARK_LSP_BIN, SPARK_REPO_ROOT, SCRATCH (with workspace/ holding the fixture),
 -- SPARK_NVIM_EXPECT (major.minor this nvim must be), SPARK_NVIM_BUILTIN (1: vim.lsp.inline_completion, 0: extmarks).
 
@@ -133,6 +134,37 @@ local function apply_spark_fix(scratch)
   log("Spark fix applied: " .. vim.inspect(after[2]))
 end
 
+-- Generate regex through the plugin's command (:SparkGenerateRegex) on a comment in a file the fixture does not
+-- have: the server answers with workspace/applyEdit, which Neovim applies; the pattern is read from the
+-- description's words and confirmed by the examples.
+local function generate_regex(scratch)
+  local path = scratch .. "/workspace/src/ids.rs"
+  local file = assert(io.open(path, "w"))
+  file:write("// regex: an order id: two uppercase letters then a hyphen then 4 to 6 digits, matches AB-1234, "
+    .. "ZZ-000001, not ab-1234\npub fn order_ids() {}\n")
+  file:close()
+  vim.cmd("hide edit " .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("spark-lsp to attach to ids.rs", 10000, function()
+    return require("spark").client(buf) ~= nil
+  end)
+  local expected = [[const PATTERN: &str = r"^[A-Z]{2}-[0-9]{4,6}$";]]
+  vim.api.nvim_win_set_cursor(0, { 1, 12 })
+  -- The server may still be parsing the file it was just sent: ask again until the edit comes.
+  for attempt = 1, 5 do
+    vim.cmd("SparkGenerateRegex")
+    local ok = pcall(wait_for, "the regex to be inserted", 5000, function()
+      return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == expected
+    end)
+    if ok then
+      log("regex inserted: " .. expected)
+      return
+    end
+    log(string.format("no regex inserted (attempt %d): %s", attempt, H.buffer_text(buf)))
+  end
+  error("no regex inserted; the buffer is\n" .. H.buffer_text(buf), 0)
+end
+
 local function run()
   local scratch = assert(os.getenv("SCRATCH"), "SCRATCH")
   local version = H.setup_spark({
@@ -244,6 +276,7 @@ local function run()
   log(string.format("last latency %d ms", final.lastLatencyMs))
 
   apply_spark_fix(scratch)
+  generate_regex(scratch)
 end
 
 H.run(run)
