@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs Spark's real-editor tests: Neovim 0.7 / 0.11 / 0.12, Helix and VS Code (code-server), each against the real
 # spark-lsp binary and the real default model: ghost text and the Spark fix (nvim-*, helix, vscode), a generated
-# regex (nvim-*), and next-edit
-# suggestions (*-next-edit).
+# regex (nvim-*), and next-edit suggestions (*-next-edit).
 #
 # Usage: tests/editors/run.sh [--install-only] [TEST_NAME...]
 #   SPARK_LSP_BIN       server binary (default: target/release/spark-lsp of this checkout)
