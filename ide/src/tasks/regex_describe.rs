@@ -1407,6 +1407,26 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any sequence of the reader's own words, numbers and symbols is read without a panic, and what it gives
+        /// compiles in both dialects.
+        #[test]
+        fn any_words_read_safely(picks in proptest::collection::vec(0usize..48, 0..14)) {
+            const VOCABULARY: [&str; 48] = [
+                "a", "an", "one", "then", "and", "or", "followed", "by", "with", "of", "to", "from", "between", "not",
+                "starting", "optional", "optionally", "more", "exactly", "at", "least", "separated", "pairs", "digits",
+                "letter", "uppercase", "lowercase", "hex", "number", "integer", "sign", "prefix", "fraction", "0",
+                "3", "12", "01-12", "8-4", "two-digit", "dot-separated", "HH:MM", "YYYY-MM-DD", "#", "+", "-", ",",
+                "x", "without",
+            ];
+            let description: Vec<&str> = picks.iter().map(|pick| VOCABULARY[*pick]).collect();
+            if let Ok(pattern) = from_description(&description.join(" ")) {
+                proptest::prop_assert!(regex::Regex::new(&pattern).is_ok(), "{pattern}");
+                proptest::prop_assert!(regress::Regex::new(&pattern).is_ok(), "{pattern}");
+            }
+        }
+    }
+
     /// Where the reading stopped is what the user is told.
     #[test]
     fn the_first_unknown_words_are_named() {
