@@ -25,7 +25,14 @@ pub fn from_description(description: &str) -> Result<String, String> {
             // A template (`MM/DD/YYYY with a month 01-12`) is the structure: what follows `with` only restates it.
             let has_template = description.split_whitespace().any(|word| template_parts(word).is_some());
             for joint in [" of ", " with "].into_iter().filter(|_| !has_template) {
-                if let Some((_, body)) = description.split_once(joint) {
+                // The head is a name (`a username`, `an IPv4 address`), not words of the reader's own (`an octal
+                // number made of …` is read whole or not at all).
+                let Some((head, body)) = description.split_once(joint) else { continue };
+                let last = head.split_whitespace().last().unwrap_or_default().to_lowercase();
+                let own = ["made", "number", "numbers", "integer", "integers"].contains(&last.as_str())
+                    || GRAMMAR_WORDS.contains(&last.as_str())
+                    || kind_noun(&last).is_some();
+                if !own {
                     bodies.push(body);
                 }
             }
@@ -178,6 +185,8 @@ enum Count {
     Exactly(usize),
     Between(usize, usize),
     AtLeast(usize),
+    /// One of two exact counts (`3 or 6`).
+    Either(usize, usize),
     /// A plural with no count (`letters`): one or more, or any number right after one character of a like kind
     /// (`a letter then letters or digits`, as the lexical rules of programming languages read).
     Plural,
@@ -192,8 +201,17 @@ impl Count {
             Count::AtLeast(0) => "*".into(),
             Count::AtLeast(1) => "+".into(),
             Count::AtLeast(n) => format!("{{{n},}}"),
+            Count::Either(..) => String::new(),
             Count::Plural if after_like_character => "*".into(),
             Count::Plural => "+".into(),
+        }
+    }
+
+    /// `atom` repeated so many times (`atom` is one unit: a character, a class or a group).
+    fn repeat(self, atom: &str, after_like_character: bool) -> String {
+        match self {
+            Count::Either(one, other) => format!("(?:{atom}{{{one}}}|{atom}{{{other}}})"),
+            count => format!("{atom}{}", count.quantifier(after_like_character)),
         }
     }
 
@@ -246,9 +264,9 @@ impl Piece {
         };
         let (text, optional) = match self {
             Piece::Chars { chars, count, first, optional } => {
-                let text = match first.zip(count.after_first()) {
-                    Some((first, rest)) => format!("{}{}{}", first.atom(), chars.atom(), rest.quantifier(false)),
-                    None => format!("{}{}", chars.atom(), count.quantifier(after_like_character)),
+                let text = match (count, first.zip(count.after_first())) {
+                    (_, Some((first, rest))) => format!("{}{}", first.atom(), rest.repeat(&chars.atom(), false)),
+                    (_, None) => count.repeat(&chars.atom(), after_like_character),
                 };
                 (text, *optional)
             }
@@ -575,12 +593,15 @@ impl Reader<'_> {
             .or_else(|| self.counted_kinds(start))
             .or_else(|| self.symbols(start))
             .or_else(|| self.literal_character(start))
+            .or_else(|| self.capitals(start))
             .or_else(|| self.without_spaces(start))?;
         let mut end = start + used;
         if self.is(end, "not") && self.is(end + 1, "starting") && self.is(end + 2, "with") {
             let (excluded, length) = self.first_character(end + 3)?;
             match &mut piece {
-                Piece::Chars { chars, first, .. } if first.is_none() && chars.overlaps(excluded) => {
+                Piece::Chars { chars, first, count, .. }
+                    if first.is_none() && chars.overlaps(excluded) && count.after_first().is_some() =>
+                {
                     *first = Some(chars.without(excluded));
                 }
                 _ => return None,
@@ -628,6 +649,12 @@ impl Reader<'_> {
         }
         if self.is(at + 1, "or") && self.is(at + 2, "more") {
             return Some((Count::AtLeast(low), 3));
+        }
+        if self.is(at + 1, "or") {
+            // `3 or 6 hex digits`.
+            if let Some(high) = self.word(at + 2).and_then(number).filter(|high| *high > low && low > 0) {
+                return Some((Count::Either(low, high), 3));
+            }
         }
         let more = usize::from(self.is(at + 1, "more"));
         (low > 0).then_some((Count::Exactly(low), 1 + more))
@@ -735,7 +762,9 @@ impl Reader<'_> {
             count => count,
         };
         let (piece, length) = self.of_length(at + counted + used, chars, count)?;
-        Some((piece, counted + used + length))
+        // `letters only`, `digits only`: what was said already.
+        let only = usize::from(self.is(at + counted + used + length, "only"));
+        Some((piece, counted + used + length + only))
     }
 
     /// Characters of a set with a length said after them (`of even length`, `of length 8`, `of length 2 to 4`)
@@ -875,7 +904,7 @@ impl Reader<'_> {
         if !text.is_empty() {
             let literal: String = text.chars().map(escape).collect();
             let pattern =
-                if count == Count::Exactly(1) { literal } else { format!("(?:{literal}){}", count.quantifier(false)) };
+                if count == Count::Exactly(1) { literal } else { count.repeat(&format!("(?:{literal})"), false) };
             return Some((Piece::pattern(pattern), used));
         }
         let count = if count == Count::Plural { Count::AtLeast(1) } else { count };
@@ -898,9 +927,21 @@ impl Reader<'_> {
             Some(Case::Lower) if ch.is_ascii_lowercase() => ch,
             Some(Case::Upper) if ch.is_ascii_uppercase() => ch,
             None if ch.is_ascii_digit() && used > 0 => ch,
+            // A lone letter or digit (`x then 2 to 5 digits`, `followed by h`): itself.
+            None if used == 0 && ch.is_ascii_alphanumeric() => ch,
             _ => return None,
         };
         Some((Piece::Chars { chars: Chars::one(ch), count: Count::Exactly(1), first: None, optional: false }, used + 1))
+    }
+
+    /// A word in capitals, perhaps with symbols (`INV-`, `ID`, `SKU_`): itself.
+    fn capitals(&self, at: usize) -> Option<(Piece, usize)> {
+        let word = self.word(at)?;
+        let fits = word.chars().count() >= 2
+            && word.chars().any(|ch| ch.is_ascii_uppercase())
+            && word.chars().all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch.is_ascii_punctuation())
+            && template_parts(word).is_none();
+        fits.then(|| (Piece::pattern(word.chars().map(escape).collect()), 1))
     }
 
     /// A date or time written as a template of field letters (`HH:MM`, `h:mm`, `MM/DD/YYYY`, `YYYY-MM-DD`), the
@@ -1159,10 +1200,15 @@ impl Reader<'_> {
                 used = 1;
             }
         }
-        let mut pairs = false;
+        // `pairs of hex digits`, `groups of 1 to 4 hex digits`: each part that many characters of a kind.
+        let mut group: Option<Count> = None;
         if self.is(at + used, "pairs") && self.is(at + used + 1, "of") {
-            pairs = true;
+            group = Some(Count::Exactly(2));
             used += 2;
+        } else if self.is(at + used, "groups") && self.is(at + used + 1, "of") {
+            let (count, length) = self.count(at + used + 2).filter(|(count, _)| *count != Count::Exactly(1))?;
+            group = Some(count);
+            used += 2 + length;
         }
         // `dot-separated X` or `X separated by dots`.
         let mut separator = None;
@@ -1178,7 +1224,7 @@ impl Reader<'_> {
             // Nothing of a list read yet, and no `separated by` ahead: not a list (and no reading it again).
             return None;
         }
-        let (element, element_used) = if lengths.is_some() || pairs {
+        let (element, element_used) = if lengths.is_some() || group.is_some() {
             let (chars, length, is_plural) = self.kinds(element_at)?;
             if !is_plural {
                 return None;
@@ -1203,16 +1249,14 @@ impl Reader<'_> {
             used += 3;
         }
         let separator = escape(separator?);
-        let element = match (&lengths, pairs, &element) {
-            (None, true, Piece::Chars { chars, .. }) => vec![format!("{}{{2}}", chars.atom())],
+        let element = match (&lengths, group, &element) {
+            (None, Some(count), Piece::Chars { chars, .. }) => vec![count.repeat(&chars.atom(), false)],
             (Some(lengths), _, Piece::Chars { chars, .. }) => {
-                let parts: Vec<String> = lengths
-                    .iter()
-                    .map(|length| format!("{}{}", chars.atom(), Count::Exactly(*length).quantifier(false)))
-                    .collect();
+                let parts: Vec<String> =
+                    lengths.iter().map(|length| Count::Exactly(*length).repeat(&chars.atom(), false)).collect();
                 return Some((Piece::pattern(parts.join(&separator)), used));
             }
-            (None, false, element) => vec![element.render(None)],
+            (None, None, element) => vec![element.render(None)],
             _ => return None,
         };
         // An element is a unit: a number range's alternatives come grouped.
@@ -1378,6 +1422,12 @@ mod tests {
             ("a hint: yes or no", Some(r"^(?:yes|no)$")),
             ("a flag: a name of lowercase letters then = then a setting without spaces", Some(r"^[a-z]+=\S+$")),
             ("a word of uppercase letters", Some(r"^[A-Z]+$")),
+            ("a colour: # then 3 or 6 hex digits", Some(r"^#(?:[a-fA-F0-9]{3}|[a-fA-F0-9]{6})$")),
+            ("an invoice: INV- then 6 digits", Some(r"^INV-[0-9]{6}$")),
+            ("an extension: x then 2 to 5 digits", Some(r"^x[0-9]{2,5}$")),
+            ("a word: letters only", Some(r"^[a-zA-Z]+$")),
+            ("a key: 4 groups of 2 to 3 digits separated by dots", Some(r"^[0-9]{2,3}(?:\.[0-9]{2,3}){3}$")),
+            ("a code: 3 or 6 digits not starting with 0", None),
             ("a postcode: 5 digits optionally followed by a hyphen and 4 digits", Some(r"^[0-9]{5}(?:-[0-9]{4})?$")),
             ("a price: digits then optionally a dot and two digits then a space", Some(r"^[0-9]+(?:\.[0-9]{2})? $")),
             ("a six-digit PIN", Some(r"^[0-9]{6}$")),
