@@ -75,7 +75,7 @@ pub fn synthesise(description: &str, positives: &[String]) -> Result<Vec<Synthes
 }
 
 /// Words that constrain values or say what is excluded: the examples show none of that.
-const CONSTRAINT_WORDS: [&str; 23] = [
+const CONSTRAINT_WORDS: [&str; 29] = [
     " not ",
     "n't ",
     " without ",
@@ -99,6 +99,13 @@ const CONSTRAINT_WORDS: [&str; 23] = [
     " either ",
     " inner ",
     " one of ",
+    // Dates and times take ranges of values (a month to 12, an hour to 23) that a shape of digits does not.
+    " date",
+    " time",
+    " hour",
+    " minute",
+    " month",
+    " day",
 ];
 
 /// Symbols the description names, as characters or words: every one must appear in some example, else the
@@ -502,9 +509,9 @@ mod tests {
     /// (description, examples, the patterns synthesised and whether they are decided, or the reason for none).
     #[test]
     fn synthesis_table() {
-        let cases: [Case; 16] = [
+        let cases: [Case; 17] = [
             (
-                "a calendar date year-month-day",
+                "a batch code",
                 &["2031-05-17", "1987-11-02"],
                 Ok((&[r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", r"^[0-9]+-[0-9]+-[0-9]+$", r"^[0-9]+(-[0-9]+)*$"], false)),
             ),
@@ -551,6 +558,7 @@ mod tests {
             ("a score with an optional plus sign", &["12", "40"], Err("constrains values")),
             ("a price with a $ sign", &["12", "40"], Err("no example shows")),
             ("a clock reading in HH:MM form", &["10:15", "07:45"], Err("constrains values")),
+            ("a delivery date", &["2031-05-17", "1987-11-02"], Err("constrains values")),
         ];
         for (description, examples, expected) in cases {
             let got = synthesise(description, &owned(examples));
