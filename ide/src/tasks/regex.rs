@@ -271,8 +271,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
     };
     let mut rejections: Vec<String> = Vec::new();
     let mut passed: Vec<Passed> = Vec::new();
-    let mut decided: Option<String> = None;
-    let mut decided_by = Origin::Examples;
+    let mut decided: Option<(String, Origin)> = None;
     // What needs no model first: the examples' own shape (the strong tier skips it: the fast one tried it).
     match synthesise(&spec.description, &spec.positives) {
         Ok(candidates) => {
@@ -292,7 +291,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             // every reading of it but one.
             if let [only] = survivors.as_slice() {
                 if !budget.model_only && !only.guesses_kinds {
-                    decided = Some(only.pattern.clone());
+                    decided = Some((only.pattern.clone(), Origin::Examples));
                 }
             }
         }
@@ -305,8 +304,7 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             Ok(pattern) => match judge(&pattern) {
                 Ok(generalisation) => {
                     if !budget.model_only {
-                        decided_by = Origin::Description;
-                        decided = Some(pattern.clone());
+                        decided = Some((pattern.clone(), Origin::Description));
                     }
                     passed.push(Passed { pattern, origin: Origin::Description, generalisation });
                 }
@@ -366,7 +364,9 @@ pub(super) async fn regex(task: &Task<'_>) -> Result<TaskOutcome, EngineError> {
             }
         }
     }
-    let Some((pattern, origin)) = choose(&passed, decided.as_deref().map(|pattern| (pattern, decided_by))) else {
+    let Some((pattern, origin)) =
+        choose(&passed, decided.as_ref().map(|(pattern, origin)| (pattern.as_str(), *origin)))
+    else {
         // First: the last rejection stays the last candidate's own (what a client shows as the reason).
         if !passed.is_empty() {
             rejections.insert(

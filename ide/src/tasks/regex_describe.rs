@@ -671,16 +671,10 @@ impl Reader<'_> {
             let mut adjective_case = None;
             let mut base: Option<&str> = None;
             let mut length = 0;
-            loop {
-                match self.lower(at + used + length).as_deref() {
-                    Some("lowercase") | Some("lower-case") => adjective_case = Some(Case::Lower),
-                    Some("uppercase") | Some("upper-case") | Some("capital") => adjective_case = Some(Case::Upper),
-                    Some("hex") | Some("hexadecimal") => base = Some("hex"),
-                    Some("octal") => base = Some("octal"),
-                    Some("binary") => base = Some("binary"),
-                    Some("decimal") => base = Some("decimal"),
-                    Some("alphanumeric") => base = Some("alphanumeric"),
-                    _ => break,
+            while let Some(said) = self.lower(at + used + length).as_deref().and_then(adjective) {
+                match said {
+                    Adjective::Case(case) => adjective_case = Some(case),
+                    Adjective::Base(named) => base = Some(named),
                 }
                 length += 1;
             }
@@ -708,22 +702,7 @@ impl Reader<'_> {
             let next = at + used + joint;
             let starts_kind = {
                 let mut probe = next;
-                while matches!(
-                    self.lower(probe).as_deref(),
-                    Some(
-                        "lowercase"
-                            | "uppercase"
-                            | "lower-case"
-                            | "upper-case"
-                            | "capital"
-                            | "hex"
-                            | "hexadecimal"
-                            | "octal"
-                            | "binary"
-                            | "decimal"
-                            | "alphanumeric"
-                    )
-                ) {
+                while self.lower(probe).as_deref().and_then(adjective).is_some() {
                     probe += 1;
                 }
                 self.lower(probe).is_some_and(|word| kind_noun(&word).is_some())
@@ -1023,17 +1002,14 @@ impl Reader<'_> {
         let mut used = 0;
         loop {
             used += usize::from(self.is_article(at + used));
-            let mut width = None;
-            if let Some(digits) = self.lower(at + used).as_deref().and_then(|word| word.strip_suffix("-digit")) {
-                width = Some(number(digits)?);
-                used += 1;
-            }
+            let width = self.digit_width(at + used)?;
+            used += usize::from(width.is_some());
             let name = self.lower(at + used)?;
             let field = fields.iter().find(|field| name.trim_end_matches('s') == field.name)?;
             used += 1;
             let (low, high, length) = self.range_words(at + used)?;
             used += length;
-            let padded = (low.len() > 1 && low.starts_with('0')).then_some(low.len()).or(width);
+            let padded = padded_width(low).or(width);
             let agrees = low.parse::<u64>().ok()? == field.low
                 && high.parse::<u64>().ok()? == field.high
                 && padded.is_none_or(|padded| field.width == Some(padded));
@@ -1057,16 +1033,22 @@ impl Reader<'_> {
         Some((low, high, 1))
     }
 
+    /// `two-digit`, `4-digit` at `at`: `Some(Some(width))`; `Some(None)` for any other word; `None` for a
+    /// `-digit` word whose count is no number.
+    fn digit_width(&self, at: usize) -> Option<Option<usize>> {
+        match self.lower(at).as_deref().and_then(|word| word.strip_suffix("-digit")) {
+            Some(digits) => Some(Some(number(digits)?)),
+            None => Some(None),
+        }
+    }
+
     /// A number with a range of values: `a number from 0 to 255`, `a two-digit month 01-12`, `a TCP port number
     /// from 1 to 65535 without leading zeros`, `numbers between 1 and 12`. The range is written out digit by
     /// digit; a width (`two-digit`, or a bound written with a leading zero) pads every value to it.
     fn number_range(&self, at: usize) -> Option<(Piece, usize)> {
         let mut used = usize::from(self.is_article(at));
-        let mut width = None;
-        if let Some(digits) = self.lower(at + used).as_deref().and_then(|word| word.strip_suffix("-digit")) {
-            width = Some(number(digits)?);
-            used += 1;
-        }
+        let width = self.digit_width(at + used)?;
+        used += usize::from(width.is_some());
         let nouns_start = used;
         while self.word(at + used).is_some_and(|word| {
             word.chars().all(|ch| ch.is_ascii_alphabetic()) && !GRAMMAR_WORDS.contains(&word.to_lowercase().as_str())
@@ -1093,8 +1075,7 @@ impl Reader<'_> {
         if low_value > high_value {
             return None;
         }
-        let padded_bound = (low.len() > 1 && low.starts_with('0')).then_some(low.len());
-        let width = width.or(padded_bound);
+        let width = width.or(padded_width(low));
         if self.is(at + used, "without") && self.is(at + used + 1, "leading") && self.is(at + used + 2, "zeros") {
             if width.is_some() {
                 return None;
@@ -1158,7 +1139,7 @@ impl Reader<'_> {
                 } else if lower == "fraction"
                     || (lower == "fractional" || lower == "decimal") && self.is(part + 1, "part")
                 {
-                    after.push_str(&wrap(format!("\\.{core}", core = Chars::digits().atom() + "+")));
+                    after.push_str(&wrap(format!("\\.{}+", Chars::digits().atom())));
                     if lower == "fraction" {
                         1
                     } else {
@@ -1294,6 +1275,31 @@ pub(super) fn template_parts(word: &str) -> Option<Vec<Result<(char, usize), cha
     let fields = parts.iter().filter(|part| part.is_ok()).count();
     let alternate = parts.iter().enumerate().all(|(idx, part)| part.is_ok() == (idx % 2 == 0));
     (fields >= 2 && alternate && parts.len() % 2 == 1).then_some(parts)
+}
+
+/// A word before a kind of character that narrows it.
+enum Adjective {
+    Case(Case),
+    /// `hex`, `octal`, `binary`, `decimal`, `alphanumeric`.
+    Base(&'static str),
+}
+
+fn adjective(word: &str) -> Option<Adjective> {
+    Some(match word {
+        "lowercase" | "lower-case" => Adjective::Case(Case::Lower),
+        "uppercase" | "upper-case" | "capital" => Adjective::Case(Case::Upper),
+        "hex" | "hexadecimal" => Adjective::Base("hex"),
+        "octal" => Adjective::Base("octal"),
+        "binary" => Adjective::Base("binary"),
+        "decimal" => Adjective::Base("decimal"),
+        "alphanumeric" => Adjective::Base("alphanumeric"),
+        _ => return None,
+    })
+}
+
+/// The width a bound written with a leading zero states (`01` in `01-12`: two digits).
+fn padded_width(bound: &str) -> Option<usize> {
+    (bound.len() > 1 && bound.starts_with('0')).then_some(bound.len())
 }
 
 /// What a noun names.
