@@ -167,6 +167,23 @@ const literal = (value, depth) => {{
     const items = value.map((item) => literal(item, depth + 1));
     return items.includes(undefined) ? undefined : "[" + items.join(", ") + "]";
   }}
+  const list = (items) => {{
+    const shown = Array.from(items, (item) => literal(item, depth + 1));
+    return shown.includes(undefined) ? undefined : "[" + shown.join(", ") + "]";
+  }};
+  const kind = typeof value === "object" ? Object.getPrototypeOf(value) : null;
+  const typed = ["Uint8Array", "Uint8ClampedArray", "Int8Array", "Uint16Array", "Int16Array", "Uint32Array", "Int32Array", "Float32Array", "Float64Array"];
+  for (const name of typed) if (kind === globalThis[name].prototype) {{ const items = list(value); return items && "new " + name + "(" + items + ")"; }}
+  const bytes = (buffer, offset, length) => "new Uint8Array(" + list(new Uint8Array(buffer, offset, length)) + ").buffer";
+  if (kind === ArrayBuffer.prototype) return bytes(value, 0, value.byteLength);
+  if (kind === DataView.prototype) return "new DataView(" + bytes(value.buffer, value.byteOffset, value.byteLength) + ")";
+  if (kind === Date.prototype) return "new Date(" + (Number.isNaN(value.getTime()) ? "NaN" : value.getTime()) + ")";
+  if (kind === RegExp.prototype) return String(value);
+  if (kind === Set.prototype) {{ const items = list(value); return items && "new Set(" + items + ")"; }}
+  if (kind === Map.prototype) {{
+    const entries = Array.from(value, ([key, item]) => {{ const pair = [literal(key, depth + 1), literal(item, depth + 1)]; return pair.includes(undefined) ? undefined : "[" + pair.join(", ") + "]"; }});
+    return entries.includes(undefined) ? undefined : "new Map([" + entries.join(", ") + "])";
+  }}
   if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {{
     const parts = [];
     for (const key of Object.keys(value)) {{

@@ -274,6 +274,17 @@ const TS_GLOBALS: &[&str] = &[
     "Symbol",
     "BigInt",
     "Promise",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Int8Array",
+    "Uint16Array",
+    "Int16Array",
+    "Uint32Array",
+    "Int32Array",
+    "Float32Array",
+    "Float64Array",
+    "ArrayBuffer",
+    "DataView",
 ];
 
 /// Whether TypeScript `arguments` (an argument list without its parentheses) are self-contained: literals, arrays,

@@ -279,7 +279,16 @@ fn typescript_types_of_the_package_get_values() {
     assert_eq!(sources.ts_values("Box", &[])[0], "new Box(0)");
     assert!(sources.ts_values("unknown", &[]).contains(&"null".to_owned()));
     assert!(sources.ts_values("T", &["T".to_owned()]).contains(&"{ a: 1 }".to_owned()));
-    assert!(sources.ts_values("Map<string, Box>", &[]).is_empty());
+    // The standard library's types the package does not define.
+    let maps = sources.ts_values("Map<string, Box>", &[]);
+    assert_eq!(maps[..2], ["new Map()", "new Map([[\"\", new Box(0)]])"], "{maps:?}");
+    assert_eq!(sources.ts_values("Set<Mode>", &[])[1], "new Set(['online'])");
+    assert_eq!(sources.ts_values("Record<Mode, number>", &[]), ["{ 'online': 0, 'always': 1 }"]);
+    assert_eq!(sources.ts_values("Record<string, boolean>", &[])[1], "{ \"a\": true }");
+    assert!(sources.ts_values("DataView", &[])[0].starts_with("new DataView(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8,"));
+    assert_eq!(sources.ts_values("Uint8Array", &[])[1], "new Uint8Array([1, 2, 3])");
+    assert_eq!(sources.ts_values("Partial<Point>", &[])[..2], ["{}", "{ x: 0 }"]);
+    assert!(sources.ts_values("Map<string, Promise<number>>", &[]).is_empty());
     // A conditional type takes its last branch's values; a function type, functions returning its values.
     let key =
         "Register extends { key: infer K } ? K extends ReadonlyArray<unknown> ? K : never : ReadonlyArray<number>";
@@ -290,7 +299,7 @@ fn typescript_types_of_the_package_get_values() {
     );
     assert_eq!(sources.ts_values("() => void", &[]), ["() => (undefined)"]);
     assert_eq!(sources.ts_values("(\n  a: number,\n  b: string,\n) => void", &[]), ["(_0, _1) => (undefined)"]);
-    assert!(sources.ts_values("(a: Point) => Map<string, Box>", &[]).is_empty());
+    assert!(sources.ts_values("(a: Point) => WeakMap<Point, Box>", &[]).is_empty());
     assert!(sources.ts_values("(string | number)[]", &[]).len() > 1);
     // Comments between an interface's members, with commas and brackets of their own, are not members.
     let file = "export interface Retire {\n  // The position, as classified (in pixels, see `x`).\n  offset: number\n  \

@@ -115,7 +115,124 @@ impl Sources {
                     .collect();
                 combine_few(&options).into_iter().map(|args| format!("new {name}({args})")).collect()
             }
-            Some(TsDefinition::Class(None)) | None => values,
+            Some(TsDefinition::Class(None)) => values,
+            None => self.ts_builtin_values(name, &arguments, &type_parameters, depth),
+        }
+    }
+
+    /// Values of the standard library's types the project does not define: typed arrays, `ArrayBuffer`,
+    /// `DataView`, `Date`, `RegExp`, `Map<K, V>`, `Set<T>`, `Record<K, V>`, and `Partial`/`Readonly`/`Required`
+    /// of a type with values. Byte buffers hold a few bytes of every size (a view read at offsets 0 to 8 finds
+    /// data), dates are instants written as milliseconds (the same value in every time zone).
+    fn ts_builtin_values(
+        &self,
+        name: &str,
+        arguments: &[String],
+        type_parameters: &[String],
+        depth: usize,
+    ) -> Vec<String> {
+        const BYTES: [&str; 4] = [
+            "[]",
+            "[1, 2, 3]",
+            "[104, 101, 108, 108, 111]",
+            "[0, 255, 128, 127, 1, 16, 32, 64, 200, 7, 9, 250, 3, 33, 66, 99]",
+        ];
+        const VIEW_BYTES: [&str; 3] = [
+            "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]",
+            "[255, 255, 255, 255, 255, 255, 255, 255, 128, 0, 0, 0, 0, 0, 0, 1]",
+            "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]",
+        ];
+        let argument = |idx: usize| -> Vec<String> {
+            arguments
+                .get(idx)
+                .map(|ty| self.ts_values_at(ty, type_parameters, depth + 1))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|value| value != "undefined")
+                .take(3)
+                .collect()
+        };
+        match name {
+            "Uint8Array" | "Uint8ClampedArray" | "Int8Array" | "Uint16Array" | "Int16Array" | "Uint32Array"
+            | "Int32Array" | "Float32Array" | "Float64Array" => {
+                BYTES.iter().map(|bytes| format!("new {name}({bytes})")).collect()
+            }
+            "ArrayBuffer" | "ArrayBufferLike" => {
+                BYTES.iter().map(|bytes| format!("new Uint8Array({bytes}).buffer")).collect()
+            }
+            "DataView" => {
+                VIEW_BYTES.iter().map(|bytes| format!("new DataView(new Uint8Array({bytes}).buffer)")).collect()
+            }
+            "Date" => ["new Date(0)", "new Date(1700000000000)", "new Date(951782400000)", "new Date(-86400001)"]
+                .map(str::to_owned)
+                .to_vec(),
+            "RegExp" => ["/a/", "/^[0-9]+$/", "/x/gi"].map(str::to_owned).to_vec(),
+            "Set" | "ReadonlySet" => {
+                let elements = argument(0);
+                if elements.is_empty() {
+                    return Vec::new();
+                }
+                let mut values = vec!["new Set()".to_owned(), format!("new Set([{}])", elements[0])];
+                if elements.len() > 1 {
+                    values.push(format!("new Set([{}])", elements.join(", ")));
+                }
+                values
+            }
+            "Map" | "ReadonlyMap" => {
+                let (keys, items) = (argument(0), argument(1));
+                if keys.is_empty() || items.is_empty() {
+                    return Vec::new();
+                }
+                let entries: Vec<String> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(idx, key)| format!("[{key}, {}]", items[idx % items.len()]))
+                    .collect();
+                let mut values = vec!["new Map()".to_owned(), format!("new Map([{}])", entries[0])];
+                if entries.len() > 1 {
+                    values.push(format!("new Map([{}])", entries.join(", ")));
+                }
+                values
+            }
+            "Record" => {
+                let key = arguments.first().map(|key| key.trim()).unwrap_or("");
+                let items = argument(1);
+                if items.is_empty() {
+                    return Vec::new();
+                }
+                let keys: Vec<String> = match key {
+                    "string" | "PropertyKey" => ["\"a\"", "\"b\""].map(str::to_owned).to_vec(),
+                    _ => {
+                        let keys = self.ts_values_at(key, type_parameters, depth + 1);
+                        if keys.is_empty() || !keys.iter().all(|key| key.starts_with(['"', '\''])) {
+                            return Vec::new();
+                        }
+                        // A record over a union of literal keys has every key.
+                        let all = keys
+                            .iter()
+                            .enumerate()
+                            .map(|(idx, key)| format!("{key}: {}", items[idx % items.len()]))
+                            .collect::<Vec<_>>();
+                        return vec![format!("{{ {} }}", all.join(", "))];
+                    }
+                };
+                let mut values = vec!["{}".to_owned(), format!("{{ {}: {} }}", keys[0], items[0])];
+                if items.len() > 1 {
+                    values.push(format!("{{ {}: {}, {}: {} }}", keys[0], items[0], keys[1], items[1]));
+                }
+                values
+            }
+            "Readonly" | "Required" => {
+                arguments.first().map(|ty| self.ts_values_at(ty, type_parameters, depth + 1)).unwrap_or_default()
+            }
+            "Partial" => {
+                let mut values = vec!["{}".to_owned()];
+                if let Some(ty) = arguments.first() {
+                    values.extend(self.ts_values_at(ty, type_parameters, depth + 1));
+                }
+                values
+            }
+            _ => Vec::new(),
         }
     }
 

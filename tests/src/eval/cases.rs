@@ -14,7 +14,7 @@ use super::{eval_dir, fingerprint, Rng, SEED};
 use crate::workspace_root;
 
 /// Bump when the way cases are drawn changes (invalidates the cache).
-pub const GENERATOR: &str = "cases-v5";
+pub const GENERATOR: &str = "cases-v6";
 
 /// Mixed into [`SEED`] for the test split: its draws do not shift the dev split's (dev cases are drawn exactly as
 /// before the split existed).
@@ -378,7 +378,10 @@ pub fn mutation_sites(lang: Lang, text: &str, range: std::ops::Range<usize>) -> 
     sites
 }
 
-/// `text` without its `#[cfg(test)]` modules.
+/// `text` without its tests: each `#[cfg(test)]` module loses its test functions (`#[test]`, `#[bench]`,
+/// `#[quickcheck]`, `#[tokio::test]`, …) and the macros that declare tests (`quickcheck! { … }`,
+/// `proptest! { … }`); a module left with nothing but `use` items goes entirely. Helpers stay: other modules'
+/// tests may use them (bytesize's `impl Arbitrary`), and without them the crate's tests would not build.
 pub fn without_test_modules(lang: Lang, text: &str) -> String {
     if lang != Lang::Rust {
         return text.to_owned();
@@ -393,7 +396,11 @@ pub fn without_test_modules(lang: Lang, text: &str) -> String {
             && text[pair[0].byte_range()].contains("cfg(test)")
             && pair[1].kind() == "mod_item"
         {
-            cut.push(pair[0].start_byte()..pair[1].end_byte());
+            let whole = pair[0].start_byte()..pair[1].end_byte();
+            match pair[1].child_by_field_name("body").map(|body| test_items(body, text)) {
+                Some((tests, true)) => cut.extend(tests),
+                _ => cut.push(whole),
+            }
         }
     }
     let mut out = text.to_owned();
@@ -401,6 +408,48 @@ pub fn without_test_modules(lang: Lang, text: &str) -> String {
         out.replace_range(range, "");
     }
     out
+}
+
+/// The byte ranges of a test module's tests (each with the attributes before it), and whether anything but
+/// `use` items, attributes and comments is left besides them.
+fn test_items(body: Node, text: &str) -> (Vec<std::ops::Range<usize>>, bool) {
+    const TEST_ATTRIBUTES: [&str; 4] = ["test", "bench", "quickcheck", "rstest"];
+    let mut tests = Vec::new();
+    let mut helpers = false;
+    let mut attributes: Vec<Node> = Vec::new();
+    let mut cursor = body.walk();
+    for item in body.named_children(&mut cursor) {
+        match item.kind() {
+            "attribute_item" => {
+                attributes.push(item);
+                continue;
+            }
+            "line_comment" | "block_comment" => continue,
+            "use_declaration" => {}
+            "macro_invocation" => {
+                let name = item.child_by_field_name("macro").map_or("", |name| &text[name.byte_range()]);
+                if name.ends_with("quickcheck") || name.ends_with("proptest") {
+                    tests.push(attributes.first().unwrap_or(&item).start_byte()..item.end_byte());
+                } else {
+                    helpers = true;
+                }
+            }
+            _ => {
+                let is_test = attributes.iter().any(|attribute| {
+                    let inner = text[attribute.byte_range()].trim_start_matches("#[").trim_end_matches(']');
+                    let path = inner.split(['(', ' ']).next().unwrap_or("");
+                    TEST_ATTRIBUTES.contains(&path.rsplit("::").next().unwrap_or(path))
+                });
+                if is_test {
+                    tests.push(attributes.first().unwrap_or(&item).start_byte()..item.end_byte());
+                } else {
+                    helpers = true;
+                }
+            }
+        }
+        attributes.clear();
+    }
+    (tests, helpers)
 }
 
 fn tests_cases(lang: Lang, files: &[SourceFile], count: usize, rng: &mut Rng) -> Vec<TestsCase> {
@@ -696,6 +745,20 @@ fn first_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_module_keeps_its_helpers_and_loses_its_tests() {
+        let text = "pub fn f() -> u8 { 1 }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    \
+                    impl Helper for u8 {}\n\n    #[test]\n    #[should_panic]\n    fn f_is_one() {\n        \
+                    assert_eq!(f(), 1);\n    }\n\n    quickcheck! {\n        fn prop(x: u8) -> bool { true }\n    \
+                    }\n}\n";
+        let out = without_test_modules(Lang::Rust, text);
+        assert!(out.contains("impl Helper for u8 {}") && out.contains("mod tests"), "{out}");
+        assert!(!out.contains("f_is_one") && !out.contains("should_panic") && !out.contains("prop("), "{out}");
+        let only_tests = "pub fn f() -> u8 { 1 }\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    \
+                          fn t() { assert_eq!(f(), 1); }\n}\n";
+        assert_eq!(without_test_modules(Lang::Rust, only_tests), "pub fn f() -> u8 { 1 }\n\n");
+    }
 
     #[test]
     fn each_ghost_span_is_the_text_at_its_offset() {
