@@ -224,18 +224,32 @@ for (const idx of Object.keys(calls).map(Number)) {{
     )
 }
 
+/// How a Rust call is written so that its value can be printed and asserted on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallShape {
+    /// As it is.
+    Plain,
+    /// An iterator, collected: `f(x).collect::<Vec<_>>()`.
+    Collect,
+    /// A return type the call cannot infer (`-> T` with `T: FromIterator<char>`), given one:
+    /// `{ let value: String = f(x); value }`.
+    Typed(String),
+}
+
 /// Rust inputs as whole expressions: each argument list after a callee (the function's name, `Type::name`, or a
-/// receiver and `.name`), the first with every callee and the rest in turn, `.collect::<Vec<_>>()` after each when
-/// the function returns an iterator; at most `max`.
-pub fn with_callees_and_args(callees: &[String], args: &[String], collect: bool, max: usize) -> Vec<String> {
+/// receiver and `.name`), the first with every callee and the rest in turn, written in `shape`; at most `max`.
+pub fn with_callees_and_args(callees: &[String], args: &[String], shape: &CallShape, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let suffix = if collect { ".collect::<Vec<_>>()" } else { "" };
     for (idx, arguments) in args.iter().enumerate() {
         let picked: Vec<&String> =
             if idx == 0 { callees.iter().collect() } else { vec![&callees[idx % callees.len().max(1)]] };
         for callee in picked {
-            let call = format!("{callee}{arguments}{suffix}");
-            let call = if collect { call } else { observing_out_buffer(&call).unwrap_or(call) };
+            let call = format!("{callee}{arguments}");
+            let call = match shape {
+                CallShape::Plain => observing_out_buffer(&call).unwrap_or(call),
+                CallShape::Collect => format!("{call}.collect::<Vec<_>>()"),
+                CallShape::Typed(ty) => format!("{{ let value: {ty} = {call}; value }}"),
+            };
             if !out.contains(&call) {
                 out.push(call);
             }

@@ -231,7 +231,7 @@ fn own_rust_types_are_made_as_the_crate_makes_them() {
     // An out-parameter slice gets buffers of a few lengths, and a call yields what was written into it.
     assert_eq!(sources.rust_values("&'a mut [u8]", "")[..2], ["&mut [0; 0]", "&mut [0; 1]"]);
     assert_eq!(
-        with_callees_and_args(&["f".to_owned()], &["(\"ab\", &mut [0; 1])".to_owned()], false, 9),
+        with_callees_and_args(&["f".to_owned()], &["(\"ab\", &mut [0; 1])".to_owned()], &CallShape::Plain, 9),
         ["{ let mut out = [0; 1]; (f(\"ab\", &mut out), out) }"]
     );
     let tables = sources.rust_values("&'static [u8; 4]", "");
@@ -260,8 +260,12 @@ fn generic_iterables_get_vectors() {
     let header = "pub fn h<'a, A, E>(a: &'a A) -> f64 where &'a A: IntoIterator<Item = E>, E: PartialEq";
     let chars = sources.rust_values("&'a A", header);
     assert_eq!(chars[1], "&vec!['b']", "{chars:?}");
-    let calls =
-        with_callees_and_args(&["a.f".to_owned(), "b.f".to_owned()], &["(1)".to_owned(), "(2)".to_owned()], true, 9);
+    let calls = with_callees_and_args(
+        &["a.f".to_owned(), "b.f".to_owned()],
+        &["(1)".to_owned(), "(2)".to_owned()],
+        &CallShape::Collect,
+        9,
+    );
     assert_eq!(calls, ["a.f(1).collect::<Vec<_>>()", "b.f(1).collect::<Vec<_>>()", "b.f(2).collect::<Vec<_>>()"]);
 }
 

@@ -105,7 +105,8 @@ impl Sources {
         let elements = if is_parameter && rust_values(item, header).is_empty() && self.rust_type(item).is_none() {
             ["'a'", "'b'", "'c'", "'x'", "'z'"].map(str::to_owned).to_vec()
         } else if item.ends_with("[u8]") {
-            ["&b\"a\"[..]", "&b\"\"[..]", "&b\"hello\"[..]", "&b\"a b\"[..]", "&b\"x'y\"[..]"]
+            // (A NUL last, as among the strings: some byte-string functions treat it apart.)
+            ["&b\"a\"[..]", "&b\"\"[..]", "&b\"hello\"[..]", "&b\"a b\"[..]", "&b\"x'y\"[..]", "&b\"a\\0b\"[..]"]
                 .map(str::to_owned)
                 .to_vec()
         } else {

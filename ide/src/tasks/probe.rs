@@ -82,10 +82,24 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     if lang == Lang::Rust && return_type.is_none() {
         return refuse("it returns nothing to assert on".to_owned());
     }
-    // An iterator is asserted on as the vector of what it yields.
-    let collect = return_type.as_deref().and_then(iterator_item).map(|item| {
-        return_type = Some(format!("Vec<{item}>"));
-    });
+    // An iterator is asserted on as the vector of what it yields; a type parameter collected from an iterator
+    // (`-> T` with `T: FromIterator<char>`) as a `String` or a `Vec`.
+    let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
+    let header = &source[function.start_byte()..header_end];
+    let shape = match return_type.as_deref() {
+        Some(returned) if lang == Lang::Rust => {
+            if let Some(item) = iterator_item(returned) {
+                return_type = Some(format!("Vec<{item}>"));
+                pure::CallShape::Collect
+            } else if let Some(collected) = collected_type(returned, header) {
+                return_type = Some(collected.clone());
+                pure::CallShape::Typed(collected)
+            } else {
+                pure::CallShape::Plain
+            }
+        }
+        _ => pure::CallShape::Plain,
+    };
     let export = match lang {
         Lang::Rust => String::new(),
         Lang::TypeScript | Lang::Tsx => match ts_export(document, target.function.clone(), name) {
@@ -109,8 +123,6 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
         }
         Some(found) => found,
     };
-    let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
-    let header = &source[function.start_byte()..header_end];
     let found = pure::literals(function, source);
     // Values of the parameter types, combined: a TypeScript function with overload signatures is called as they
     // say (its implementation's `any` would give calls the type checker refuses).
@@ -157,7 +169,7 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     }
     // Rust inputs are whole expressions (the callee varies with the receiver); TypeScript ones argument lists.
     let (name, calls) = match lang {
-        Lang::Rust => ("", pure::with_callees_and_args(&callees, &calls, collect.is_some(), MAX_INPUTS)),
+        Lang::Rust => ("", pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS)),
         Lang::TypeScript | Lang::Tsx => (name, calls.into_iter().take(MAX_INPUTS).collect()),
     };
     let prepared_ms = started.elapsed().as_millis();
@@ -426,6 +438,38 @@ fn iterator_item(return_type: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The type to collect into for a return type that is a type parameter bound by `FromIterator<X>` in `header`:
+/// `String` for `char` (and `&str`, `String`), else `Vec<X>`.
+fn collected_type(return_type: &str, header: &str) -> Option<String> {
+    let returned = return_type.trim().trim_start_matches("->").trim();
+    let bounds = pure::type_bounds(returned, header);
+    let item = bounds.split_once("FromIterator<")?.1;
+    let mut depth = 0i32;
+    let end = item.char_indices().find_map(|(at, ch)| match ch {
+        '<' | '(' | '[' => {
+            depth += 1;
+            None
+        }
+        ')' | ']' => {
+            depth -= 1;
+            None
+        }
+        '>' if depth == 0 => Some(at),
+        '>' => {
+            depth -= 1;
+            None
+        }
+        _ => None,
+    });
+    // (`type_bounds` ends a bound at its first `>`, so the closing one may be cut off.)
+    let item = item[..end.unwrap_or(item.len())].trim();
+    Some(match item {
+        "char" | "&str" | "String" => "String".to_owned(),
+        _ if item.contains('\'') => return None,
+        _ => format!("Vec<{item}>"),
+    })
 }
 
 /// Argument lists the model proposes for the function: a short answer, two samples.
@@ -778,6 +822,22 @@ mod tests {
         }
         assert_eq!(unused_test_name("fn f() {}", "f"), "f_works");
         assert_eq!(unused_test_name("fn f_works() {}", "f"), "f_characterised");
+    }
+
+    #[test]
+    fn a_return_type_collected_from_an_iterator_is_given_one() {
+        let header = "fn encode_to_iter<T: iter::FromIterator<char>>(table: &'static [u8; 16], source: &[u8]) -> T";
+        assert_eq!(collected_type("T", header).as_deref(), Some("String"));
+        let header = "fn f<C>(n: u8) -> C where C: FromIterator<Option<u8>>";
+        assert_eq!(collected_type("C", header).as_deref(), Some("Vec<Option<u8>>"));
+        assert_eq!(collected_type("T", "fn g<T: Default>() -> T"), None);
+        let calls = pure::with_callees_and_args(
+            &["f".to_owned()],
+            &["(1)".to_owned()],
+            &pure::CallShape::Typed("String".to_owned()),
+            9,
+        );
+        assert_eq!(calls, ["{ let value: String = f(1); value }"]);
     }
 
     #[test]

@@ -60,6 +60,14 @@ impl Scratch {
         corpus::copy_tree(&package.dir().join("src"), &dir.join("src"))?;
         match package.lang {
             Lang::Rust => {
+                // The files beside the manifest (README.md: `doctest!("../README.md")` in glob's tests), not the
+                // manifest (ours is written below) nor a build script (its build-dependencies are not fetched).
+                for entry in std::fs::read_dir(package.dir())?.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if entry.path().is_file() && !name.starts_with("Cargo.") && name != "build.rs" {
+                        std::fs::copy(entry.path(), dir.join(&name))?;
+                    }
+                }
                 std::fs::write(dir.join("Cargo.toml"), scratch_cargo_toml(package)?)?;
                 // The versions `cargo fetch` chose for the dev-dependencies (corpus::fetch), so that the offline
                 // build finds them in cargo's cache.
