@@ -345,6 +345,7 @@ fn the_report_counts_offered_but_wrong_and_crashes_in_their_own_columns() {
         note: String::new(),
         offered_edit: None,
         source: if offered { "fast tier".into() } else { String::new() },
+        title: String::new(),
         fix_verdict: None,
         split: Split::Test,
     };

@@ -120,12 +120,21 @@ pub fn unescape_quoted(quoted: &str) -> Option<String> {
 /// (the TypeScript compiler's `transpileModule`, no type check) to CommonJS under `out`; without it, it loads the
 /// module from there, calls the function on each input and prints what it returned as a JavaScript expression
 /// (`ok "<expression>"`, JSON-quoted), `panic` for a throw, `big` for a value with no literal form.
-pub fn ts_probe_script(typescript_lib: &str, out_dir: &str, module: &str, export: &str, calls: &[String]) -> String {
+///
+/// `calls` are whole expressions that name the function `name` (as the test does).
+pub fn ts_probe_script(
+    typescript_lib: &str,
+    out_dir: &str,
+    module: &str,
+    export: &str,
+    name: &str,
+    calls: &[String],
+) -> String {
     let mark = PROBE_MARK;
     let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
     // The calls are TypeScript (an argument may be `(x: number) => x + 1`): transpiled with the package.
-    let calls_ts: String = calls.iter().enumerate().map(|(idx, call)| format!("  {idx}: () => f{call},\n")).collect();
-    let calls_ts = quote(&format!("module.exports = (f: any) => ({{\n{calls_ts}}});\n"));
+    let calls_ts: String = calls.iter().enumerate().map(|(idx, call)| format!("  {idx}: () => {call},\n")).collect();
+    let calls_ts = quote(&format!("module.exports = ({name}: any) => ({{\n{calls_ts}}});\n"));
     format!(
         r#""use strict";
 const fs = require("fs");
@@ -189,7 +198,7 @@ const literal = (value, depth) => {{
     for (const key of Object.keys(value)) {{
       const item = literal(value[key], depth + 1);
       if (item === undefined) return undefined;
-      parts.push(JSON.stringify(key) + ": " + item);
+      parts.push((/^[A-Za-z_$][\w$]*$/.test(key) ? key : JSON.stringify(key)) + ": " + item);
     }}
     return "{{" + parts.join(", ") + "}}";
   }}
@@ -257,6 +266,42 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], shape: &CallSh
     }
     out.truncate(max);
     out
+}
+
+/// A call of a TypeScript function that returns `void` (`name(args)`, `args` without parentheses), written so
+/// that the objects it was given are what is asserted on: each object, array or `new …` argument is bound
+/// first, typed as the parameter it is passed to, and the call's value is those arguments after it,
+/// `(() => { const state: Parameters<typeof f>[0] = {..}; f(state, 1); return state; })()`; several as an
+/// array. `None` when no argument could be changed by the call (numbers, strings, …).
+pub fn observing_ts_arguments(name: &str, args: &str, parameter_names: &[String]) -> Option<String> {
+    let parts = split_arguments(args);
+    let mutable = |arg: &str| arg.starts_with('{') || arg.starts_with('[') || arg.starts_with("new ");
+    let mut bindings = String::new();
+    let mut passed = Vec::new();
+    let mut observed = Vec::new();
+    for (idx, arg) in parts.iter().enumerate() {
+        if !mutable(arg) {
+            passed.push(arg.to_string());
+            continue;
+        }
+        let named = parameter_names.get(idx).filter(|candidate| {
+            let mut chars = candidate.chars();
+            chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                && candidate.as_str() != name
+                && !parameter_names[..idx].contains(candidate)
+        });
+        let local = named.cloned().unwrap_or_else(|| format!("arg{idx}"));
+        bindings.push_str(&format!("const {local}: Parameters<typeof {name}>[{idx}] = {arg}; "));
+        passed.push(local.clone());
+        observed.push(local);
+    }
+    let returned = match observed.as_slice() {
+        [] => return None,
+        [one] => one.clone(),
+        several => format!("[{}]", several.join(", ")),
+    };
+    Some(format!("(() => {{ {bindings}{name}({}); return {returned}; }})()", passed.join(", ")))
 }
 
 /// A call with one out-parameter buffer (`f(x, &mut [0; 4])`, see `rust_values`) as a block that also yields

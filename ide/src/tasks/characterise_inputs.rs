@@ -621,37 +621,82 @@ pub(super) fn slices(elements: &[String], open: &str, close: &str) -> Vec<String
     slices
 }
 
-/// Argument lists from each parameter's values: every value of each parameter with the others at a usual value,
-/// then mixed ones; at most `limit`.
+/// Argument lists from each parameter's values: every value of each parameter with the others at a usual value;
+/// then, for two parameters of one type (a function that compares them), the pair equal and the pair differing
+/// only in letter case (`('a', 'a')`, `('a', 'A')`), each with every value of the other parameters in turn (a
+/// `case_sensitive` flag both ways); then mixed ones; at most `limit`.
 pub fn combine(values: &[Vec<String>], limit: usize) -> Vec<String> {
     if values.iter().any(Vec::is_empty) {
         return Vec::new();
     }
     let base: Vec<usize> = values.iter().map(|options| 2.min(options.len() - 1)).collect();
     let mut calls: Vec<String> = Vec::new();
-    let mut push = |choice: &[usize]| {
-        let call = format!(
-            "({})",
-            choice.iter().zip(values).map(|(idx, options)| options[*idx].as_str()).collect::<Vec<_>>().join(", ")
-        );
-        if !calls.contains(&call) {
-            calls.push(call);
-        }
+    let push = |calls: &mut Vec<String>, choice: &[usize]| {
+        let args: Vec<&str> = choice.iter().zip(values).map(|(idx, options)| options[*idx].as_str()).collect();
+        push_args(calls, &args);
     };
     for (param_idx, options) in values.iter().enumerate() {
         for value_idx in 0..options.len() {
             let mut choice = base.clone();
             choice[param_idx] = value_idx;
-            push(&choice);
+            push(&mut calls, &choice);
+        }
+    }
+    for first in 0..values.len() {
+        for second in first + 1..values.len() {
+            if values[first] != values[second] {
+                continue;
+            }
+            let others: Vec<usize> = (0..values.len()).filter(|idx| *idx != first && *idx != second).collect();
+            for value in values[first].iter().take(4) {
+                for paired in [Some(value.clone()), case_twin(value)].into_iter().flatten() {
+                    let mut args: Vec<&str> =
+                        base.iter().zip(values).map(|(idx, options)| options[*idx].as_str()).collect();
+                    args[first] = value;
+                    args[second] = &paired;
+                    push_args(&mut calls, &args);
+                    for other in &others {
+                        for option in values[*other].iter().take(3) {
+                            let mut varied = args.clone();
+                            varied[*other] = option;
+                            push_args(&mut calls, &varied);
+                        }
+                    }
+                }
+            }
         }
     }
     if values.len() > 1 {
         for round in 0..limit {
             let choice: Vec<usize> =
                 values.iter().enumerate().map(|(idx, options)| (round * (idx + 1) + idx) % options.len()).collect();
-            push(&choice);
+            push(&mut calls, &choice);
         }
     }
     calls.truncate(limit);
     calls
+}
+
+fn push_args(calls: &mut Vec<String>, args: &[&str]) {
+    let call = format!("({})", args.join(", "));
+    if !calls.contains(&call) {
+        calls.push(call);
+    }
+}
+
+/// A text or character literal with the case of its ASCII letters swapped (`'a'` → `'A'`,
+/// `"Hello".to_string()` → `"hELLO".to_string()`), where that changes it and it holds no escape: the value a
+/// case-insensitive comparison takes as equal.
+pub(super) fn case_twin(literal: &str) -> Option<String> {
+    let quote = literal.chars().next().filter(|first| ['"', '\'', '`'].contains(first))?;
+    let close = literal[1..].find(quote)? + 1;
+    let inner = &literal[1..close];
+    if inner.contains('\\') {
+        return None;
+    }
+    let swapped: String = inner
+        .chars()
+        .map(|ch| if ch.is_ascii_lowercase() { ch.to_ascii_uppercase() } else { ch.to_ascii_lowercase() })
+        .collect();
+    (swapped != inner).then(|| format!("{quote}{swapped}{}", &literal[close..]))
 }

@@ -101,6 +101,21 @@ fn values_of_types_table() {
 }
 
 #[test]
+fn two_parameters_of_one_type_are_also_given_equal_values_and_values_equal_but_for_case() {
+    let chars: Vec<String> = ["'a'", "'Z'", "'0'"].map(str::to_owned).to_vec();
+    let flags: Vec<String> = ["true", "false"].map(str::to_owned).to_vec();
+    let calls = combine(&[chars.clone(), chars, flags], 40);
+    for call in ["('a', 'a', false)", "('a', 'A', true)", "('a', 'A', false)", "('Z', 'z', true)", "('0', '0', true)"] {
+        assert!(calls.contains(&call.to_owned()), "{call} in {calls:?}");
+    }
+    assert_eq!(case_twin("\"Hello\".to_string()").as_deref(), Some("\"hELLO\".to_string()"));
+    assert_eq!(case_twin("'x'").as_deref(), Some("'X'"));
+    assert_eq!(case_twin("\"a\\tb\""), None, "an escape is left alone");
+    assert_eq!(case_twin("\"123\""), None, "no letters, no twin");
+    assert_eq!(case_twin("42"), None);
+}
+
+#[test]
 fn probe_output_and_unescaping() {
     let stdout = "running 1 test\nSPARK_PROBE 0 start\nSPARK_PROBE 0 ok \"\\\"a\\\\n\\\"\"\nSPARK_PROBE 1 start\n\
                   SPARK_PROBE 1 panic\nSPARK_PROBE 2 start\nnoise\n";
@@ -320,4 +335,47 @@ fn typescript_types_of_the_package_get_values() {
     let options = sources.ts_values("Options<string, number>", &[]);
     assert_eq!(options[0], "{ initial: 0, next: (_0) => (undefined) }", "{options:?}");
     assert!(!sources.ts_values("Options", &[]).is_empty());
+}
+
+#[test]
+fn a_void_typescript_function_is_asserted_on_through_the_objects_it_was_given() {
+    let names = ["query".to_owned(), "at".to_owned()];
+    assert_eq!(
+        observing_ts_arguments("markChanged", "{ state: \"idle\", count: 1 }, 2", &names).as_deref(),
+        Some(
+            "(() => { const query: Parameters<typeof markChanged>[0] = { state: \"idle\", count: 1 }; \
+             markChanged(query, 2); return query; })()"
+        )
+    );
+    let names = ["view".to_owned(), "offset".to_owned(), "values".to_owned()];
+    assert_eq!(
+        observing_ts_arguments("put", "new DataView(new ArrayBuffer(8)), 0, [1, 2]", &names).as_deref(),
+        Some(
+            "(() => { const view: Parameters<typeof put>[0] = new DataView(new ArrayBuffer(8)); \
+             const values: Parameters<typeof put>[2] = [1, 2]; put(view, 0, values); return [view, values]; })()"
+        )
+    );
+    // A parameter named as the function (or not an identifier) is bound under another name.
+    assert_eq!(
+        observing_ts_arguments("f", "[1]", &["f".to_owned()]).as_deref(),
+        Some("(() => { const arg0: Parameters<typeof f>[0] = [1]; f(arg0); return arg0; })()")
+    );
+    assert_eq!(observing_ts_arguments("f", "1, \"a\"", &names), None, "numbers and strings cannot change");
+}
+
+#[test]
+fn a_type_spark_cannot_make_is_stood_in_for_by_the_members_the_function_reads() {
+    let file = "interface Base { parent?: State; dirty: boolean; scope: Scope }\n\
+                interface Scope { run(): void }\n\
+                interface Counted extends Base { kind: \"counted\"; count: number }\n\
+                type State = Counted | Counted[]\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    assert!(sources.ts_values("State", &[]).is_empty(), "a scope with a method has no value");
+    let used = ["dirty".to_owned(), "parent".to_owned()];
+    assert_eq!(sources.ts_partial_values("State", &used, &[]), ["{ dirty: true } as any", "{ dirty: false } as any"]);
+    let used = ["count".to_owned()];
+    let values = sources.ts_partial_values("State", &used, &[]);
+    assert!(values.len() >= 2 && values.iter().all(|value| value.starts_with("{ count: ")), "{values:?}");
+    assert!(sources.ts_partial_values("State", &["missing".to_owned()], &[]).is_empty());
+    assert!(sources.ts_partial_values("State", &[], &[]).is_empty());
 }

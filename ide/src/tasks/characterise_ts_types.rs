@@ -297,6 +297,97 @@ impl Sources {
     }
 }
 
+impl Sources {
+    /// Objects that stand for a value of `ty` when it has none of its own (a member of a type Spark cannot make:
+    /// a scope, a draft, a method): only the members `used` (those the function reads off its parameter), each
+    /// with values of its declared type (an optional one also absent), cast `as any`, since they are not whole
+    /// values of `ty`. Empty when a used member's type is not found or has no values.
+    pub fn ts_partial_values(&self, ty: &str, used: &[String], type_parameters: &[String]) -> Vec<String> {
+        if used.is_empty() {
+            return Vec::new();
+        }
+        let mut fields: Vec<(String, Vec<String>)> = Vec::new();
+        for member in used {
+            let Some((member_ty, optional)) = self.ts_member_type(ty, member, 0) else { return Vec::new() };
+            let mut values: Vec<String> = self
+                .ts_values_at(&member_ty, type_parameters, 1)
+                .into_iter()
+                .filter(|value| value != "undefined")
+                .take(3)
+                .collect();
+            if optional {
+                values.insert(0, "undefined".to_owned());
+            }
+            if values.is_empty() {
+                return Vec::new();
+            }
+            fields.push((member.clone(), values));
+        }
+        let longest = fields.iter().map(|(_, values)| values.len()).max().unwrap_or(0);
+        let mut objects = Vec::new();
+        for pick in 0..longest.max(2) {
+            let parts: Vec<String> = fields
+                .iter()
+                .enumerate()
+                .map(|(idx, (key, values))| (key, &values[(pick + idx) % values.len()]))
+                .filter(|(_, value)| value.as_str() != "undefined")
+                .map(|(key, value)| format!("{key}: {value}"))
+                .collect();
+            let object =
+                if parts.is_empty() { "{} as any".to_owned() } else { format!("{{ {} }} as any", parts.join(", ")) };
+            if !objects.contains(&object) {
+                objects.push(object);
+            }
+        }
+        objects
+    }
+
+    /// The declared type of `member` in `ty` (an interface with what it extends, a type alias, an object type,
+    /// the first part of a union that has it), and whether it is optional.
+    fn ts_member_type(&self, ty: &str, member: &str, depth: usize) -> Option<(String, bool)> {
+        let ty = ty.trim();
+        if depth > 4 {
+            return None;
+        }
+        let parts = split_union(ty);
+        if parts.len() > 1 {
+            return parts.iter().find_map(|part| self.ts_member_type(part, member, depth + 1));
+        }
+        if ty.starts_with('{') && ty.ends_with('}') {
+            return member_of(&ty[1..ty.len() - 1], member);
+        }
+        let (name, arguments) = name_and_arguments(ty);
+        match self.ts_definitions(name).into_iter().next()? {
+            TsDefinition::Alias { value, parameters } => {
+                self.ts_member_type(&bind(&parameters, &arguments, &value).0, member, depth + 1)
+            }
+            TsDefinition::Object { members, parameters, extends } => {
+                if let Some((found, optional)) = member_of(&members, member) {
+                    return Some((bind(&parameters, &arguments, &found).0, optional));
+                }
+                extends
+                    .iter()
+                    .find_map(|base| self.ts_member_type(&bind(&parameters, &arguments, base).0, member, depth + 1))
+            }
+            TsDefinition::Class(_) => None,
+        }
+    }
+}
+
+/// The declared type of `member` among an object type's members (`key?: T;`), and whether it is optional.
+fn member_of(members: &str, member: &str) -> Option<(String, bool)> {
+    let members = without_comments(members);
+    split_members(&members).into_iter().find_map(|declared| {
+        let (key, ty) = declared.split_once(':')?;
+        let key = key.trim().trim_start_matches("readonly ").trim();
+        let (key, optional) = match key.strip_suffix('?') {
+            Some(key) => (key.trim(), true),
+            None => (key, false),
+        };
+        (key == member).then(|| (ty.trim().to_owned(), optional))
+    })
+}
+
 /// Values of `any`, `unknown` or an unconstrained type parameter: one or two of each kind.
 pub const ANY_VALUES: [&str; 14] =
     ["undefined", "null", "0", "1", "-1", "\"\"", "\"a\"", "true", "false", "[]", "[1, 2]", "{}", "{ a: 1 }", "NaN"];

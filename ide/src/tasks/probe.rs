@@ -151,6 +151,12 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             })
             .collect();
         for (parameter, values) in parameters.iter().zip(values.iter_mut()) {
+            // A TypeScript type Spark cannot make whole is stood in for by objects with the members the function
+            // reads off the parameter.
+            if lang != Lang::Rust && values.is_empty() {
+                let used = members_read(function, source, &parameter.name);
+                *values = sources.ts_partial_values(&parameter.ty, &used, &type_parameters);
+            }
             pure::add_literals(lang, &parameter.ty, &found, values);
             if parameter.optional && !values.iter().any(|value| value == "undefined") {
                 values.push("undefined".to_owned());
@@ -167,10 +173,26 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     if calls.is_empty() {
         return refuse("no inputs: no call with literal arguments, no values for its parameter types".to_owned());
     }
-    // Rust inputs are whole expressions (the callee varies with the receiver); TypeScript ones argument lists.
-    let (name, calls) = match lang {
-        Lang::Rust => ("", pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS)),
-        Lang::TypeScript | Lang::Tsx => (name, calls.into_iter().take(MAX_INPUTS).collect()),
+    // Inputs become whole expressions: Rust's callee varies with the receiver; a TypeScript function that returns
+    // `void` is asserted on through the objects it was given, as they are after the call.
+    let returns_void = lang != Lang::Rust
+        && match return_type.as_deref() {
+            Some(returned) => returned.trim_start_matches(':').trim() == "void",
+            None => !returns_a_value(function),
+        };
+    let calls: Vec<String> = match lang {
+        Lang::Rust => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
+        Lang::TypeScript | Lang::Tsx => {
+            let parameter_names: Vec<String> =
+                pure::parameters(function, source).unwrap_or_default().into_iter().map(|p| p.name).collect();
+            let mut whole = Vec::new();
+            for call in &calls {
+                let args = call.strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or(call);
+                let observed = returns_void.then(|| pure::observing_ts_arguments(name, args, &parameter_names));
+                push_new(&mut whole, vec![observed.flatten().unwrap_or_else(|| format!("{name}{call}"))]);
+            }
+            whole.into_iter().take(MAX_INPUTS).collect()
+        }
     };
     let prepared_ms = started.elapsed().as_millis();
 
@@ -183,9 +205,9 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     };
     let limit = exec.time_limit();
     let probed = match lang {
-        Lang::Rust => probe_rust(&session, document, function.byte_range(), name, &calls, limit, cancel).await,
+        Lang::Rust => probe_rust(&session, document, function.byte_range(), &calls, limit, cancel).await,
         Lang::TypeScript | Lang::Tsx => {
-            probe_ts(&session, document, function.byte_range(), &export, &calls, limit, cancel).await
+            probe_ts(&session, document, function.byte_range(), (&export, name), &calls, limit, cancel).await
         }
     };
     let probed = match probed {
@@ -205,7 +227,6 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             mutants.len()
         ));
     }
-    // (`name` is the callee's prefix by now, empty for Rust: the test is named after the function.)
     let test_name = unused_test_name(source, target.name);
     // Each try writes the test and has the gate check it. An assertion the compiler refuses (a TypeScript
     // argument of the wrong type runs but does not type-check) is dropped and its input rejected, and the inputs
@@ -225,13 +246,13 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             .iter()
             .map(|idx| {
                 let input = &inputs[*idx];
-                let call = format!("{name}{}", input.call);
+                let call = &input.call;
                 match lang {
                     Lang::Rust if literal => {
-                        pure::rust_assertion(&call, &input.value, return_type.as_deref().unwrap_or(""))
+                        pure::rust_assertion(call, &input.value, return_type.as_deref().unwrap_or(""))
                     }
                     Lang::Rust => format!("assert_eq!(format!(\"{{:?}}\", {call}), {:?});", input.value),
-                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, &call, &input.value),
+                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, call, &input.value),
                 }
             })
             .collect();
@@ -335,6 +356,65 @@ fn ts_overloads<'t>(
     }
     found.reverse();
     found
+}
+
+/// The members a TypeScript function reads off its parameter `parameter` (`state.modified_`, `state?.parent_`),
+/// in order of first use.
+fn members_read(function: spark_grammars::tree_sitter::Node, source: &str, parameter: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let Some(body) = function.child_by_field_name("body") else { return found };
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "member_expression" {
+            let object = node.child_by_field_name("object");
+            let property = node.child_by_field_name("property");
+            if let (Some(object), Some(property)) = (object, property) {
+                let member = &source[property.byte_range()];
+                if object.kind() == "identifier"
+                    && &source[object.byte_range()] == parameter
+                    && property.kind() == "property_identifier"
+                    && !found.iter().any(|seen| seen == member)
+                {
+                    found.push(member.to_owned());
+                }
+            }
+        }
+        let mut cursor = node.walk();
+        let children: Vec<_> = node.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    found
+}
+
+/// Whether a TypeScript function's body has a `return` with a value (nested functions' returns are theirs); an
+/// arrow function with an expression body returns it.
+fn returns_a_value(function: spark_grammars::tree_sitter::Node) -> bool {
+    let Some(body) = function.child_by_field_name("body") else { return true };
+    if body.kind() != "statement_block" {
+        return true;
+    }
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "return_statement" && node.named_child_count() > 0 {
+            return true;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<_> = node.named_children(&mut cursor).collect();
+        let nested = |child: &spark_grammars::tree_sitter::Node| {
+            matches!(
+                child.kind(),
+                "function_declaration"
+                    | "function_expression"
+                    | "function"
+                    | "arrow_function"
+                    | "method_definition"
+                    | "class_declaration"
+                    | "class"
+            ) || child.kind().starts_with("generator_function")
+        };
+        stack.extend(children.into_iter().filter(|child| !nested(child)));
+    }
+    false
 }
 
 /// The TypeScript function node under a function's range: the node with a parameter list.
@@ -564,7 +644,6 @@ async fn probe_rust(
     session: &ScratchSession,
     document: &TaskDocument,
     function: Range<usize>,
-    name: &str,
     calls: &[String],
     build_limit: Duration,
     cancel: &CancellationToken,
@@ -580,7 +659,7 @@ async fn probe_rust(
     for attempt in 0..4 {
         let (text, mutants) =
             pure::schemata(document.lang, root, &document.text, function.clone(), &skip_mutants, MAX_MUTANTS);
-        let (probe, first_line) = rust_probe_module(&text, name, calls, &live);
+        let (probe, first_line) = rust_probe_module(&text, calls, &live);
         session.write(&file_in_project, &probe)?;
         let built = session.run(&build, &[], build_limit, cancel).await?;
         build_ms += built.ms;
@@ -635,12 +714,13 @@ async fn probe_rust(
 }
 
 /// Probes a TypeScript function: the schemata in the copy, every TypeScript file of the package transpiled
-/// to CommonJS (the TypeScript compiler's transpile API, through node), then node runs the probe script.
+/// to CommonJS (the TypeScript compiler's transpile API, through node), then node runs the probe script on the
+/// calls, whole expressions that name the function `name` (the module exports it as `export`).
 async fn probe_ts(
     session: &ScratchSession,
     document: &TaskDocument,
     function: Range<usize>,
-    export: &str,
+    (export, name): (&str, &str),
     calls: &[String],
     build_limit: Duration,
     cancel: &CancellationToken,
@@ -662,7 +742,8 @@ async fn probe_ts(
     let out_dir = session.target_dir().join("probe-js");
     let _ = std::fs::remove_dir_all(&out_dir);
     let module = project.file.with_extension("js").to_string_lossy().into_owned();
-    let script = pure::ts_probe_script(&library.to_string_lossy(), &out_dir.to_string_lossy(), &module, export, calls);
+    let script =
+        pure::ts_probe_script(&library.to_string_lossy(), &out_dir.to_string_lossy(), &module, export, name, calls);
     let script_path = Path::new(".spark-probe/probe.cjs");
     session.write(script_path, &script)?;
     let build = Step {
@@ -690,7 +771,7 @@ async fn probe_ts(
 /// The file with a probe module appended: one line per call (the compiler's errors are mapped back to calls by
 /// line), each printing `SPARK_PROBE <idx> start`, then the call's Debug output or `panic`. Returns the text and
 /// the 0-based line of the first call.
-fn rust_probe_module(text: &str, name: &str, calls: &[String], live: &[usize]) -> (String, usize) {
+fn rust_probe_module(text: &str, calls: &[String], live: &[usize]) -> (String, usize) {
     let mut out = text.to_owned();
     if !out.ends_with('\n') {
         out.push('\n');
@@ -710,7 +791,7 @@ fn rust_probe_module(text: &str, name: &str, calls: &[String], live: &[usize]) -
     for idx in live {
         let call = &calls[*idx];
         out.push_str(&format!(
-            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {name}{call})))); }}\n"
+            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {call})))); }}\n"
         ));
     }
     out.push_str("    }\n}\n");
@@ -842,8 +923,8 @@ mod tests {
 
     #[test]
     fn the_probe_module_has_one_line_per_input() {
-        let calls = ["(1)".to_owned(), "(\"a\")".to_owned(), "(2)".to_owned()];
-        let (text, first) = rust_probe_module("pub fn f() {}", "f", &calls, &[0, 2]);
+        let calls = ["f(1)".to_owned(), "f(\"a\")".to_owned(), "f(2)".to_owned()];
+        let (text, first) = rust_probe_module("pub fn f() {}", &calls, &[0, 2]);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[first].contains("report(0,") && lines[first].contains("f(1)"), "{text}");
         assert!(lines[first + 1].contains("report(2,") && lines[first + 1].contains("f(2)"), "{text}");

@@ -58,6 +58,9 @@ pub struct CaseResult {
     /// "similar name".
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// The title of the offered edit, as the editor shows it (tests: how many of Spark's own mutants it catches).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
     /// Fix cases: how the offered fix was judged (exact restore, same behaviour, unproven, wrong).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix_verdict: Option<check::FixVerdict>,
@@ -631,6 +634,7 @@ fn outcome(task: &str, lang: Lang, split: Split, id: &str) -> CaseResult {
         note: String::new(),
         offered_edit: None,
         source: String::new(),
+        title: String::new(),
         fix_verdict: None,
     }
 }
@@ -682,6 +686,7 @@ fn ask(
             result.verified = true;
             result.offered_edit = Some(edit.clone());
             result.source = reply["source"].as_str().unwrap_or("").to_owned();
+            result.title = reply["title"].as_str().unwrap_or("").to_owned();
             let mut files = HashMap::from([(uri, text.to_owned())]);
             drive::apply_edit(&edit, &mut files)?;
             Ok(Some(files))
