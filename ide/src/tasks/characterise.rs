@@ -243,6 +243,9 @@ pub enum CallShape {
     /// A return type the call cannot infer (`-> T` with `T: FromIterator<char>`), given one:
     /// `{ let value: String = f(x); value }`.
     Typed(String),
+    /// A function that returns nothing and writes into its `&mut` argument: the argument after the call,
+    /// `{ let mut out = vec![1]; f(&mut out, 2); out }`.
+    Written,
 }
 
 /// Rust inputs as whole expressions: each argument list after a callee (the function's name, `Type::name`, or a
@@ -255,7 +258,8 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], shape: &CallSh
         for callee in picked {
             let call = format!("{callee}{arguments}");
             let call = match shape {
-                CallShape::Plain => observing_out_buffer(&call).unwrap_or(call),
+                CallShape::Plain => observing_out_buffer(&call, true).unwrap_or(call),
+                CallShape::Written => observing_out_buffer(&call, false).unwrap_or(call),
                 CallShape::Collect => format!("{call}.collect::<Vec<_>>()"),
                 CallShape::Typed(ty) => format!("{{ let value: {ty} = {call}; value }}"),
             };
@@ -304,26 +308,35 @@ pub fn observing_ts_arguments(name: &str, args: &str, parameter_names: &[String]
     Some(format!("(() => {{ {bindings}{name}({}); return {returned}; }})()", passed.join(", ")))
 }
 
-/// A call with one out-parameter buffer (`f(x, &mut [0; 4])`, see `rust_values`) as a block that also yields
-/// the buffer, so that what the function writes into it is asserted on too:
-/// `{ let mut out = [0; 4]; (f(x, &mut out), out) }`.
-pub fn observing_out_buffer(call: &str) -> Option<String> {
-    let start = call.find("&mut [")?;
-    let open = start + "&mut ".len();
-    let mut depth = 0;
-    let close = call[open..].char_indices().find_map(|(at, ch)| {
+/// A call with one `&mut` argument (an out-parameter buffer `f(x, &mut [0; 4])`, a `&mut vec![..]`, see
+/// `rust_values`) as a block that yields the argument after the call, so that what the function wrote into it
+/// is asserted on: with the call's value, `{ let mut out = [0; 4]; (f(x, &mut out), out) }`, or alone for a
+/// function that returns nothing, `{ let mut out = vec![1]; f(&mut out); out }`. `None` without exactly one.
+pub fn observing_out_buffer(call: &str, with_value: bool) -> Option<String> {
+    // The argument list is the call's last parenthesised group (a receiver's `Type::new(1).f(..)` comes first).
+    let inner_end = call.strip_suffix(')')?.len();
+    let mut depth = 0i32;
+    let open = call[..inner_end].char_indices().rev().find_map(|(at, ch)| {
         match ch {
-            '[' => depth += 1,
-            ']' => depth -= 1,
+            ')' | ']' | '}' => depth += 1,
+            '(' | '[' | '{' if depth == 0 => return (ch == '(').then_some(Some(at)),
+            '(' | '[' | '{' => depth -= 1,
             _ => {}
         }
-        (depth == 0).then_some(open + at)
-    })?;
-    let (before, buffer, after) = (&call[..start], &call[open..=close], &call[close + 1..]);
-    if after.contains("&mut [") {
-        return None;
-    }
-    Some(format!("{{ let mut out = {buffer}; ({before}&mut out{after}, out) }}"))
+        None
+    })??;
+    let inner = &call[open + 1..inner_end];
+    let parts = split_arguments(inner);
+    let mut written = parts.iter().filter(|part| part.starts_with("&mut "));
+    let (Some(argument), None) = (written.next(), written.next()) else { return None };
+    let value = argument.strip_prefix("&mut ")?.trim();
+    let passed: Vec<&str> = parts.iter().map(|part| if part == argument { "&mut out" } else { part }).collect();
+    let called = format!("{}({})", &call[..open], passed.join(", "));
+    Some(if with_value {
+        format!("{{ let mut out = {value}; ({called}, out) }}")
+    } else {
+        format!("{{ let mut out = {value}; {called}; out }}")
+    })
 }
 
 /// A mutant of the schemata: its number (the value of [`MUTANT_VAR`] that selects it) and what it changes.

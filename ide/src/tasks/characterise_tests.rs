@@ -249,6 +249,19 @@ fn own_rust_types_are_made_as_the_crate_makes_them() {
         with_callees_and_args(&["f".to_owned()], &["(\"ab\", &mut [0; 1])".to_owned()], &CallShape::Plain, 9),
         ["{ let mut out = [0; 1]; (f(\"ab\", &mut out), out) }"]
     );
+    // A function that returns nothing yields what it wrote into its `&mut` argument; a receiver's parentheses
+    // are not the argument list.
+    assert_eq!(
+        with_callees_and_args(
+            &["Buf::new(2).put".to_owned()],
+            &["(&mut vec![1, 2], \"a\")".to_owned()],
+            &CallShape::Written,
+            9
+        ),
+        ["{ let mut out = vec![1, 2]; Buf::new(2).put(&mut out, \"a\"); out }"]
+    );
+    assert_eq!(observing_out_buffer("f(&mut a, &mut b)", false), None, "two written arguments: neither");
+    assert_eq!(observing_out_buffer("f(1)", true), None);
     let tables = sources.rust_values("&'static [u8; 4]", "");
     assert_eq!(tables[0], "TABLE", "{tables:?}");
     assert!(tables.contains(&"&[0; 4]".to_owned()), "{tables:?}");

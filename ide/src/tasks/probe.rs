@@ -79,14 +79,27 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
         return refuse("its parameter list could not be read".to_owned());
     }
     let mut return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
-    if lang == Lang::Rust && return_type.is_none() {
-        return refuse("it returns nothing to assert on".to_owned());
-    }
+    // A Rust function that returns nothing is asserted on through its one `&mut` argument, as it is after the call.
+    let written = match return_type {
+        None if lang == Lang::Rust => {
+            let parameters = pure::parameters(function, source).unwrap_or_default();
+            let mut written = parameters.iter().filter_map(|parameter| written_type(&parameter.ty));
+            match (written.next(), written.next()) {
+                (Some(ty), None) => Some(ty),
+                _ => return refuse("it returns nothing to assert on, and writes into no one argument".to_owned()),
+            }
+        }
+        _ => None,
+    };
     // An iterator is asserted on as the vector of what it yields; a type parameter collected from an iterator
     // (`-> T` with `T: FromIterator<char>`) as a `String` or a `Vec`.
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
     let shape = match return_type.as_deref() {
+        None if written.is_some() => {
+            return_type = written;
+            pure::CallShape::Written
+        }
         Some(returned) if lang == Lang::Rust => {
             if let Some(item) = iterator_item(returned) {
                 return_type = Some(format!("Vec<{item}>"));
@@ -356,6 +369,14 @@ fn ts_overloads<'t>(
     }
     found.reverse();
     found
+}
+
+/// The type a Rust `&mut T` parameter is written through (`&mut Vec<u8>` → `Vec<u8>`, `&'a mut [u8]` → `[u8]`
+/// for the buffers the values give, which are arrays).
+fn written_type(ty: &str) -> Option<String> {
+    let rest = ty.trim().strip_prefix('&')?.trim_start();
+    let rest = if rest.starts_with('\'') { rest.split_once(' ')?.1 } else { rest };
+    Some(rest.strip_prefix("mut ")?.trim().to_owned())
 }
 
 /// The members a TypeScript function reads off its parameter `parameter` (`state.modified_`, `state?.parent_`),
