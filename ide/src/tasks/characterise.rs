@@ -246,6 +246,9 @@ pub enum CallShape {
     /// A function that returns nothing and writes into its `&mut` argument: the argument after the call,
     /// `{ let mut out = vec![1]; f(&mut out, 2); out }`.
     Written,
+    /// A function that writes into a formatter (`f: &mut fmt::Formatter`): called by a `Display`
+    /// implementation, asserted on as what it wrote, `std::fmt::from_fn(|f| title_case("a", f)).to_string()`.
+    Displayed,
 }
 
 /// Rust inputs as whole expressions: each argument list after a callee (the function's name, `Type::name`, or a
@@ -260,6 +263,7 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], shape: &CallSh
             let call = match shape {
                 CallShape::Plain => observing_out_buffer(&call, true).unwrap_or(call),
                 CallShape::Written => observing_out_buffer(&call, false).unwrap_or(call),
+                CallShape::Displayed => format!("std::fmt::from_fn(|{FORMATTER}| {call}).to_string()"),
                 CallShape::Collect => format!("{call}.collect::<Vec<_>>()"),
                 CallShape::Typed(ty) => format!("{{ let value: {ty} = {call}; value }}"),
             };

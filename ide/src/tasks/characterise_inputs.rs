@@ -521,6 +521,10 @@ pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
     let strings =
         ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\"", "\"x y\\tz\"", "\"a\\0b\""];
     let as_owned = |values: &[&str]| values.iter().map(|value| format!("{value}.to_string()")).collect();
+    if is_formatter(ty) {
+        // Called inside a `Display` implementation that hands it its formatter (`CallShape::Displayed`).
+        return vec![FORMATTER.to_owned()];
+    }
     if let Some(rest) = ty.strip_prefix("&mut ") {
         // An out-parameter slice (`out: &mut [u8]`): buffers of a few lengths, what the function checks.
         let slice = rest.trim().strip_prefix('[').and_then(|rest| rest.strip_suffix(']'));
@@ -579,6 +583,20 @@ pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
         return strings.iter().map(|value| value.to_string()).collect();
     }
     Vec::new()
+}
+
+/// The name of the formatter a `Display` implementation passes to a function that writes into one.
+pub const FORMATTER: &str = "f";
+
+/// Whether a Rust parameter type is a formatter (`&mut fmt::Formatter`, `&mut Formatter<'_>`).
+pub fn is_formatter(ty: &str) -> bool {
+    let Some(rest) = ty.trim().strip_prefix('&') else { return false };
+    let rest = rest.trim_start();
+    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
+    let Some(rest) = rest.strip_prefix("mut ") else { return false };
+    let path = rest.trim().split('<').next().unwrap_or("").trim();
+    ["Formatter", "fmt::Formatter", "std::fmt::Formatter", "core::fmt::Formatter", "::std::fmt::Formatter"]
+        .contains(&path)
 }
 
 /// The bounds of a type: `impl Trait` itself, or a type parameter's bounds in the header.

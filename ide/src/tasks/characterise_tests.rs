@@ -392,3 +392,16 @@ fn a_type_spark_cannot_make_is_stood_in_for_by_the_members_the_function_reads() 
     assert!(sources.ts_partial_values("State", &["missing".to_owned()], &[]).is_empty());
     assert!(sources.ts_partial_values("State", &[], &[]).is_empty());
 }
+
+#[test]
+fn a_function_that_writes_into_a_formatter_is_called_by_a_display_and_asserted_on_as_text() {
+    for ty in ["&mut fmt::Formatter", "&mut Formatter<'_>", "&mut std::fmt::Formatter<'a>", "&'a mut fmt::Formatter"] {
+        assert!(is_formatter(ty), "{ty}");
+        assert_eq!(rust_values(ty, ""), [FORMATTER]);
+    }
+    assert!(!is_formatter("&fmt::Formatter") && !is_formatter("&mut Vec<u8>"));
+    assert_eq!(
+        with_callees_and_args(&["title".to_owned()], &[format!("(\"a b\", {FORMATTER})")], &CallShape::Displayed, 9),
+        ["std::fmt::from_fn(|f| title(\"a b\", f)).to_string()"]
+    );
+}

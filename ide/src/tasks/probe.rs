@@ -95,7 +95,13 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     // (`-> T` with `T: FromIterator<char>`) as a `String` or a `Vec`.
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
+    let writes_formatter = lang == Lang::Rust
+        && pure::parameters(function, source).unwrap_or_default().iter().any(|p| pure::is_formatter(&p.ty));
     let shape = match return_type.as_deref() {
+        Some(_) if writes_formatter => {
+            return_type = Some("String".to_owned());
+            pure::CallShape::Displayed
+        }
         None if written.is_some() => {
             return_type = written;
             pure::CallShape::Written
@@ -217,8 +223,9 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
         }
     };
     let limit = exec.time_limit();
+    let no_std = lang == Lang::Rust && crate_is_no_std(document);
     let probed = match lang {
-        Lang::Rust => probe_rust(&session, document, function.byte_range(), &calls, limit, cancel).await,
+        Lang::Rust => probe_rust(&session, document, function.byte_range(), &calls, limit, no_std, cancel).await,
         Lang::TypeScript | Lang::Tsx => {
             probe_ts(&session, document, function.byte_range(), (&export, name), &calls, limit, cancel).await
         }
@@ -271,7 +278,10 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             .collect();
         let change = match lang {
             Lang::Rust => {
-                let body: String = assertions.iter().map(|line| format!("        {line}\n")).collect();
+                let mut body: String = assertions.iter().map(|line| format!("        {line}\n")).collect();
+                if no_std {
+                    body.insert_str(0, &format!("        {}\n", std_in_no_std_test(&body)));
+                }
                 let test_fn = format!("    #[test]\n    fn {test_name}() {{\n{body}    }}\n");
                 rust_test_change(document, existing_test_module(document), &test_fn)
             }
@@ -667,10 +677,30 @@ async fn probe_rust(
     function: Range<usize>,
     calls: &[String],
     build_limit: Duration,
+    no_std: bool,
     cancel: &CancellationToken,
 ) -> Result<Probed, String> {
     let project = session.project().clone();
     let root = document.tree.root_node();
+    // A `#![no_std]` crate gets `std` at its root in the copy, for the mutants' switch (`::std::env::var`) and
+    // the probe's printing; the document's own root gets it with the probe.
+    let mut std_for_root = None;
+    if no_std {
+        let src = project.crate_dir.join("src");
+        let crate_root = ["lib.rs", "main.rs"]
+            .map(|name| src.join(name))
+            .into_iter()
+            .find(|candidate| *candidate == project.file || session.copy_dir().join(candidate).is_file());
+        if let Some(crate_root) = crate_root {
+            if crate_root == project.file {
+                std_for_root = (!document.text.contains("extern crate std")).then_some(ROOT_STD);
+            } else if let Ok(text) = std::fs::read_to_string(session.copy_dir().join(&crate_root)) {
+                if !text.contains("extern crate std") {
+                    session.write(&crate_root, &format!("{text}{ROOT_STD}"))?;
+                }
+            }
+        }
+    }
     let mut skip_mutants = BTreeSet::new();
     let mut live: Vec<usize> = (0..calls.len()).collect();
     let mut build_ms = 0;
@@ -680,7 +710,8 @@ async fn probe_rust(
     for attempt in 0..4 {
         let (text, mutants) =
             pure::schemata(document.lang, root, &document.text, function.clone(), &skip_mutants, MAX_MUTANTS);
-        let (probe, first_line) = rust_probe_module(&text, calls, &live);
+        let (mut probe, first_line) = rust_probe_module(&text, calls, &live, no_std);
+        probe.push_str(std_for_root.unwrap_or(""));
         session.write(&file_in_project, &probe)?;
         let built = session.run(&build, &[], build_limit, cancel).await?;
         build_ms += built.ms;
@@ -789,22 +820,75 @@ async fn probe_ts(
     Ok(Probed { inputs, mutants, build_ms: built.ms, run_ms: started.elapsed().as_millis() as u64 })
 }
 
+/// What the root of a `#![no_std]` crate gets in the copy while it is probed: `std` for the tests, its macros too.
+const ROOT_STD: &str = "\n#[cfg(test)]\n#[macro_use]\nextern crate std;\n";
+
+/// What the probe module declares in a `#![no_std]` crate (whose tests may still use `std`): the crate, and
+/// the macros, types and traits the standard prelude would give.
+const STD_IN_NO_STD: &str = "extern crate std; use std::{borrow::ToOwned, boxed::Box, format, println, \
+                             string::{String, ToString}, vec, vec::Vec};";
+
+/// What a test's body declares in a `#![no_std]` crate to use what it uses of the standard library: `std`
+/// itself and those of the prelude's names it spells (`format!`, `vec!`, `.to_string()`, …).
+fn std_in_no_std_test(body: &str) -> String {
+    let names: Vec<&str> = [
+        ("format!(", "format"),
+        ("vec![", "vec"),
+        (".to_string()", "string::ToString"),
+        ("String", "string::String"),
+        (".to_owned()", "borrow::ToOwned"),
+        ("Box", "boxed::Box"),
+        ("Vec<", "vec::Vec"),
+        ("Vec::", "vec::Vec"),
+    ]
+    .iter()
+    .filter(|(spelled, _)| body.contains(spelled))
+    .map(|(_, name)| *name)
+    .fold(Vec::new(), |mut names, name| {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+        names
+    });
+    match names.as_slice() {
+        [] => "extern crate std;".to_owned(),
+        [one] => format!("extern crate std; use std::{one};"),
+        several => format!("extern crate std; use std::{{{}}};", several.join(", ")),
+    }
+}
+
+/// Whether the crate of the document is `#![no_std]`, by its root file (a `cfg_attr(not(feature = "std"),
+/// no_std)` crate is taken to build with `std`, as its default features usually do).
+fn crate_is_no_std(document: &TaskDocument) -> bool {
+    let Some(path) = document.path.as_deref() else { return false };
+    let Some(project) = exec_check::find_project(path) else { return false };
+    let src = project.root.join(&project.crate_dir).join("src");
+    ["lib.rs", "main.rs"].iter().any(|root| {
+        let root = src.join(root);
+        let text = if root == path { Some(document.text.clone()) } else { std::fs::read_to_string(&root).ok() };
+        text.is_some_and(|text| {
+            text.lines().any(|line| line.split_whitespace().collect::<String>().starts_with("#![no_std]"))
+        })
+    })
+}
+
 /// The file with a probe module appended: one line per call (the compiler's errors are mapped back to calls by
 /// line), each printing `SPARK_PROBE <idx> start`, then the call's Debug output or `panic`. Returns the text and
 /// the 0-based line of the first call.
-fn rust_probe_module(text: &str, calls: &[String], live: &[usize]) -> (String, usize) {
+fn rust_probe_module(text: &str, calls: &[String], live: &[usize], no_std: bool) -> (String, usize) {
     let mut out = text.to_owned();
     if !out.ends_with('\n') {
         out.push('\n');
     }
     let mark = pure::PROBE_MARK;
     out.push_str(&format!(
-        "#[cfg(test)]\n#[allow(warnings, clippy::all)]\nmod spark_probe {{\n    use super::*;\n    \
-         fn report(idx: usize, result: ::std::thread::Result<String>) {{\n        match result {{\n            \
+        "#[cfg(test)]\n#[allow(warnings, clippy::all)]\nmod spark_probe {{\n    use super::*;\n    {std}\n    \
+         fn report(idx: usize, result: std::thread::Result<String>) {{\n        match result {{\n            \
          Ok(debug) if debug.len() <= {max} => println!(\"{mark} {{idx}} ok {{debug:?}}\"),\n            \
          Ok(_) => println!(\"{mark} {{idx}} big\"),\n            Err(_) => println!(\"{mark} {{idx}} panic\"),\n        \
-         }}\n    }}\n    #[test]\n    fn probe() {{\n        ::std::panic::set_hook(Box::new(|_| {{}}));\n        \
-         let from: usize = ::std::env::var(\"{from}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0);\n",
+         }}\n    }}\n    #[test]\n    fn probe() {{\n        std::panic::set_hook(Box::new(|_| {{}}));\n        \
+         let from: usize = std::env::var(\"{from}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0);\n",
+        std = if no_std { STD_IN_NO_STD } else { "" },
         max = pure::MAX_DEBUG_LEN,
         from = pure::FROM_VAR,
     ));
@@ -812,7 +896,7 @@ fn rust_probe_module(text: &str, calls: &[String], live: &[usize]) -> (String, u
     for idx in live {
         let call = &calls[*idx];
         out.push_str(&format!(
-            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {call})))); }}\n"
+            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {call})))); }}\n"
         ));
     }
     out.push_str("    }\n}\n");
@@ -943,9 +1027,19 @@ mod tests {
     }
 
     #[test]
+    fn a_no_std_test_declares_what_it_uses_of_std() {
+        assert_eq!(std_in_no_std_test("assert_eq!(f(1), 2);"), "extern crate std;");
+        assert_eq!(
+            std_in_no_std_test("assert_eq!(g(1).to_string(), \"a\"); assert_eq!(format!(\"{:?}\", h()), \"[]\");"),
+            "extern crate std; use std::{format, string::ToString};"
+        );
+        assert_eq!(std_in_no_std_test("assert_eq!(v(), vec![1]);"), "extern crate std; use std::vec;");
+    }
+
+    #[test]
     fn the_probe_module_has_one_line_per_input() {
         let calls = ["f(1)".to_owned(), "f(\"a\")".to_owned(), "f(2)".to_owned()];
-        let (text, first) = rust_probe_module("pub fn f() {}", &calls, &[0, 2]);
+        let (text, first) = rust_probe_module("pub fn f() {}", &calls, &[0, 2], false);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[first].contains("report(0,") && lines[first].contains("f(1)"), "{text}");
         assert!(lines[first + 1].contains("report(2,") && lines[first + 1].contains("f(2)"), "{text}");
