@@ -31,6 +31,17 @@ fn expected_values_of_the_wrong_kind_are_refused() {
     let option = "pub fn first(xs: &[u32]) -> Option<u32> {\n    xs.first().copied()\n}";
     assert_eq!(check_expected_values(Lang::Rust, option, "assert_eq!(first(&[1]), 1);", "first"), Ok(()));
     assert_eq!(check("        assert_eq!(total(&[1, 2]), three);"), Ok(()));
+    // A Rust function without `->` returns `()`: no literal is what a call of it equals.
+    let unit = "pub fn push_padded(out: &mut String, value: u32) {\n    out.push('0');\n}";
+    assert_eq!(
+        check_expected_values(
+            Lang::Rust,
+            unit,
+            "assert_eq!(push_padded(&mut String::new(), 10), \"10\");",
+            "push_padded"
+        ),
+        Err(Rejection::WrongExpectedKind { returns: "nothing", expected: "\"10\"".to_owned() })
+    );
 }
 
 #[test]

@@ -67,7 +67,11 @@ pub(super) fn return_kind(lang: Lang, function_source: &str) -> Option<&'static 
     let body_at = function_source.find('{').unwrap_or(function_source.len());
     let signature = &function_source[..body_at];
     let declared = if lang == Lang::Rust {
-        signature.rsplit_once("->")?.1.split(" where").next()?.trim()
+        // No `->`: the function returns `()`, so no literal is what a call of it equals.
+        let Some((_, returned)) = signature.rsplit_once("->") else {
+            return signature.contains("fn ").then_some("nothing");
+        };
+        returned.split(" where").next()?.trim()
     } else {
         let (_, after) = signature.rsplit_once(')')?;
         after.trim_start().strip_prefix(':')?.split("=>").next()?.trim()
