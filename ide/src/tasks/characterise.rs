@@ -261,8 +261,8 @@ pub fn with_callees_and_args(callees: &[String], args: &[String], shape: &CallSh
         for callee in picked {
             let call = format!("{callee}{arguments}");
             let call = match shape {
-                CallShape::Plain => observing_out_buffer(&call, true).unwrap_or(call),
-                CallShape::Written => observing_out_buffer(&call, false).unwrap_or(call),
+                CallShape::Plain => observing_mut_argument(&call, true).unwrap_or(call),
+                CallShape::Written => observing_mut_argument(&call, false).unwrap_or(call),
                 CallShape::Displayed => format!("std::fmt::from_fn(|{FORMATTER}| {call}).to_string()"),
                 CallShape::Collect => format!("{call}.collect::<Vec<_>>()"),
                 CallShape::Typed(ty) => format!("{{ let value: {ty} = {call}; value }}"),
@@ -316,7 +316,7 @@ pub fn observing_ts_arguments(name: &str, args: &str, parameter_names: &[String]
 /// `rust_values`) as a block that yields the argument after the call, so that what the function wrote into it
 /// is asserted on: with the call's value, `{ let mut out = [0; 4]; (f(x, &mut out), out) }`, or alone for a
 /// function that returns nothing, `{ let mut out = vec![1]; f(&mut out); out }`. `None` without exactly one.
-pub fn observing_out_buffer(call: &str, with_value: bool) -> Option<String> {
+pub fn observing_mut_argument(call: &str, with_value: bool) -> Option<String> {
     // The argument list is the call's last parenthesised group (a receiver's `Type::new(1).f(..)` comes first).
     let inner_end = call.strip_suffix(')')?.len();
     let mut depth = 0i32;
@@ -704,10 +704,7 @@ pub fn rust_literal(debug: &str, return_type: &str) -> Option<String> {
 }
 
 fn strip_reference(ty: &str) -> &str {
-    let Some(rest) = ty.strip_prefix('&') else { return ty };
-    let rest = rest.trim_start();
-    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
-    rest.trim_start_matches("mut ").trim()
+    split_reference(ty).1
 }
 
 fn is_scalar(ty: &str) -> bool {

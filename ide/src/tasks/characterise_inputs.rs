@@ -590,13 +590,21 @@ pub const FORMATTER: &str = "f";
 
 /// Whether a Rust parameter type is a formatter (`&mut fmt::Formatter`, `&mut Formatter<'_>`).
 pub fn is_formatter(ty: &str) -> bool {
-    let Some(rest) = ty.trim().strip_prefix('&') else { return false };
-    let rest = rest.trim_start();
-    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
-    let Some(rest) = rest.strip_prefix("mut ") else { return false };
-    let path = rest.trim().split('<').next().unwrap_or("").trim();
+    let ("&mut ", rest) = split_reference(ty.trim()) else { return false };
+    let path = rest.split('<').next().unwrap_or("").trim();
     ["Formatter", "fmt::Formatter", "std::fmt::Formatter", "core::fmt::Formatter", "::std::fmt::Formatter"]
         .contains(&path)
+}
+
+/// `&`, `&'a `, `&mut ` (kept, normalised) and the type behind it.
+pub(super) fn split_reference(ty: &str) -> (&'static str, &str) {
+    let Some(rest) = ty.strip_prefix('&') else { return ("", ty) };
+    let rest = rest.trim_start();
+    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
+    match rest.strip_prefix("mut ") {
+        Some(rest) => ("&mut ", rest.trim()),
+        None => ("&", rest.trim()),
+    }
 }
 
 /// The bounds of a type: `impl Trait` itself, or a type parameter's bounds in the header.

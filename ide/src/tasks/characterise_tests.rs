@@ -260,8 +260,8 @@ fn own_rust_types_are_made_as_the_crate_makes_them() {
         ),
         ["{ let mut out = vec![1, 2]; Buf::new(2).put(&mut out, \"a\"); out }"]
     );
-    assert_eq!(observing_out_buffer("f(&mut a, &mut b)", false), None, "two written arguments: neither");
-    assert_eq!(observing_out_buffer("f(1)", true), None);
+    assert_eq!(observing_mut_argument("f(&mut a, &mut b)", false), None, "two written arguments: neither");
+    assert_eq!(observing_mut_argument("f(1)", true), None);
     let tables = sources.rust_values("&'static [u8; 4]", "");
     assert_eq!(tables[0], "TABLE", "{tables:?}");
     assert!(tables.contains(&"&[0; 4]".to_owned()), "{tables:?}");

@@ -243,12 +243,7 @@ impl Sources {
         let mut optional: Vec<(String, Vec<String>)> = Vec::new();
         let members = without_comments(members);
         for member in split_members(&members) {
-            let Some((key, ty)) = member.split_once(':') else { return Vec::new() };
-            let key = key.trim().trim_start_matches("readonly ").trim();
-            let (key, is_optional) = match key.strip_suffix('?') {
-                Some(key) => (key.trim(), true),
-                None => (key, false),
-            };
+            let Some((key, ty, is_optional)) = member_parts(member) else { return Vec::new() };
             if key.is_empty() || !key.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
                 return Vec::new();
             }
@@ -378,13 +373,19 @@ impl Sources {
 fn member_of(members: &str, member: &str) -> Option<(String, bool)> {
     let members = without_comments(members);
     split_members(&members).into_iter().find_map(|declared| {
-        let (key, ty) = declared.split_once(':')?;
-        let key = key.trim().trim_start_matches("readonly ").trim();
-        let (key, optional) = match key.strip_suffix('?') {
-            Some(key) => (key.trim(), true),
-            None => (key, false),
-        };
+        let (key, ty, optional) = member_parts(declared)?;
         (key == member).then(|| (ty.trim().to_owned(), optional))
+    })
+}
+
+/// A member declaration's key (without `readonly` and `?`), type and whether it is optional: `readonly a?: T`
+/// → (`a`, ` T`, true). `None` without a `:`; a method `run(): T` comes back keyed `run()`, which callers refuse.
+fn member_parts(member: &str) -> Option<(&str, &str, bool)> {
+    let (key, ty) = member.split_once(':')?;
+    let key = key.trim().trim_start_matches("readonly ").trim();
+    Some(match key.strip_suffix('?') {
+        Some(key) => (key.trim(), ty, true),
+        None => (key, ty, false),
     })
 }
 

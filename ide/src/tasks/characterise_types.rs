@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use spark_grammars::tree_sitter::{Node, Tree};
 use spark_grammars::Lang;
 
-use super::{rust_values, slices, ts_values};
+use super::{rust_values, slices, split_reference, ts_values};
 
 #[path = "characterise_ts_types.rs"]
 mod ts;
@@ -272,17 +272,6 @@ impl Sources {
         }
         let receivers = self.rust_own_values(self_name, 0);
         Some(receivers.into_iter().map(|receiver| format!("{receiver}.{name}")).collect())
-    }
-}
-
-/// `&`, `&'a `, `&mut ` (kept, normalised) and the type behind it.
-fn split_reference(ty: &str) -> (&'static str, &str) {
-    let Some(rest) = ty.strip_prefix('&') else { return ("", ty) };
-    let rest = rest.trim_start();
-    let rest = if rest.starts_with('\'') { rest.split_once(' ').map_or(rest, |(_, rest)| rest) } else { rest };
-    match rest.strip_prefix("mut ") {
-        Some(rest) => ("&mut ", rest.trim()),
-        None => ("&", rest.trim()),
     }
 }
 

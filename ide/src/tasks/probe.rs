@@ -75,15 +75,19 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     if lang != Lang::Rust && in_class {
         return refuse("a method is not run (exported functions are)".to_owned());
     }
-    if pure::parameters(function, source).is_none() {
+    let Some(own_parameters) = pure::parameters(function, source) else {
         return refuse("its parameter list could not be read".to_owned());
-    }
+    };
     let mut return_type = function.child_by_field_name("return_type").map(|node| source[node.byte_range()].to_owned());
     // A Rust function that returns nothing is asserted on through its one `&mut` argument, as it is after the call.
     let written = match return_type {
         None if lang == Lang::Rust => {
-            let parameters = pure::parameters(function, source).unwrap_or_default();
-            let mut written = parameters.iter().filter_map(|parameter| written_type(&parameter.ty));
+            // `&mut Vec<u8>` → `Vec<u8>` (`&mut [u8]` → `[u8]`, for the buffers the values give, which are arrays).
+            let mut written =
+                own_parameters.iter().filter_map(|parameter| match pure::split_reference(&parameter.ty) {
+                    ("&mut ", referent) => Some(referent.to_owned()),
+                    _ => None,
+                });
             match (written.next(), written.next()) {
                 (Some(ty), None) => Some(ty),
                 _ => return refuse("it returns nothing to assert on, and writes into no one argument".to_owned()),
@@ -95,8 +99,7 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     // (`-> T` with `T: FromIterator<char>`) as a `String` or a `Vec`.
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
-    let writes_formatter = lang == Lang::Rust
-        && pure::parameters(function, source).unwrap_or_default().iter().any(|p| pure::is_formatter(&p.ty));
+    let writes_formatter = lang == Lang::Rust && own_parameters.iter().any(|p| pure::is_formatter(&p.ty));
     let shape = match return_type.as_deref() {
         Some(_) if writes_formatter => {
             return_type = Some("String".to_owned());
@@ -202,8 +205,7 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     let calls: Vec<String> = match lang {
         Lang::Rust => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
         Lang::TypeScript | Lang::Tsx => {
-            let parameter_names: Vec<String> =
-                pure::parameters(function, source).unwrap_or_default().into_iter().map(|p| p.name).collect();
+            let parameter_names: Vec<String> = own_parameters.iter().map(|p| p.name.clone()).collect();
             let mut whole = Vec::new();
             for call in &calls {
                 let args = call.strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or(call);
@@ -381,14 +383,6 @@ fn ts_overloads<'t>(
     found
 }
 
-/// The type a Rust `&mut T` parameter is written through (`&mut Vec<u8>` → `Vec<u8>`, `&'a mut [u8]` → `[u8]`
-/// for the buffers the values give, which are arrays).
-fn written_type(ty: &str) -> Option<String> {
-    let rest = ty.trim().strip_prefix('&')?.trim_start();
-    let rest = if rest.starts_with('\'') { rest.split_once(' ')?.1 } else { rest };
-    Some(rest.strip_prefix("mut ")?.trim().to_owned())
-}
-
 /// The members a TypeScript function reads off its parameter `parameter` (`state.modified_`, `state?.parent_`),
 /// in order of first use.
 fn members_read(function: spark_grammars::tree_sitter::Node, source: &str, parameter: &str) -> Vec<String> {
@@ -424,6 +418,18 @@ fn returns_a_value(function: spark_grammars::tree_sitter::Node) -> bool {
     if body.kind() != "statement_block" {
         return true;
     }
+    let nested = |child: &spark_grammars::tree_sitter::Node| {
+        matches!(
+            child.kind(),
+            "function_declaration"
+                | "function_expression"
+                | "function"
+                | "arrow_function"
+                | "method_definition"
+                | "class_declaration"
+                | "class"
+        ) || child.kind().starts_with("generator_function")
+    };
     let mut stack = vec![body];
     while let Some(node) = stack.pop() {
         if node.kind() == "return_statement" && node.named_child_count() > 0 {
@@ -431,18 +437,6 @@ fn returns_a_value(function: spark_grammars::tree_sitter::Node) -> bool {
         }
         let mut cursor = node.walk();
         let children: Vec<_> = node.named_children(&mut cursor).collect();
-        let nested = |child: &spark_grammars::tree_sitter::Node| {
-            matches!(
-                child.kind(),
-                "function_declaration"
-                    | "function_expression"
-                    | "function"
-                    | "arrow_function"
-                    | "method_definition"
-                    | "class_declaration"
-                    | "class"
-            ) || child.kind().starts_with("generator_function")
-        };
         stack.extend(children.into_iter().filter(|child| !nested(child)));
     }
     false
