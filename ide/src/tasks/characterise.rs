@@ -358,6 +358,8 @@ enum Change {
     Operator { at: Range<usize>, to: &'static str },
     /// Replace the whole node by `to`.
     Replace(String),
+    /// A guard on a match arm's pattern that fails when the mutant is on.
+    SkipArm,
 }
 
 #[derive(Debug, Clone)]
@@ -399,6 +401,20 @@ pub fn schemata(
         stack.extend(children.into_iter().rev());
     }
     for node in ordered {
+        if let Some(what) = skippable_branch(node, source) {
+            // A match arm or a `case` (whose own text is a pattern, so checked from its parent).
+            if node.parent().is_some_and(|parent| !in_unmutable_place(parent, function_node)) {
+                let at = match node.kind() {
+                    "match_arm" => node.child_by_field_name("pattern"),
+                    _ => node.child_by_field_name("value"),
+                };
+                if let Some(at) = at {
+                    let change = if lang == Lang::Rust { Change::SkipArm } else { Change::Replace("Symbol()".into()) };
+                    add(at.byte_range(), change, what, &mut sites);
+                }
+            }
+            continue;
+        }
         if in_unmutable_place(node, function_node) {
             continue;
         }
@@ -453,14 +469,22 @@ pub fn schemata(
     }
     let early_return_id = 10_000;
     let body = function_node.child_by_field_name("body");
+    let returned = function_node.child_by_field_name("return_type").map(|ty| source[ty.byte_range()].trim());
     let early = (lang == Lang::Rust
         && !skip.contains(&early_return_id)
-        && function_node
-            .child_by_field_name("return_type")
-            .is_some_and(|ty| !source[ty.byte_range()].contains("impl ")))
+        && returned.is_some_and(|returned| !returned.contains("impl ")))
     .then_some(body)
     .flatten()
     .filter(|body| body.kind() == "block");
+    // As cargo-mutants replaces a body: `Ok` of the default for a `Result` (`fmt::Result`: nothing written),
+    // `None` for an `Option`, else the type's default.
+    let early_value = match returned.unwrap_or("") {
+        ty if ty.starts_with("Option<") => "None",
+        ty if ty.split('<').next().is_some_and(|name| name == "Result" || name.ends_with("::Result")) => {
+            "Ok(::core::default::Default::default())"
+        }
+        _ => "::core::default::Default::default()",
+    };
     let guard = |id: usize| match lang {
         Lang::Rust => format!("::std::env::var(\"{MUTANT_VAR}\").as_deref() == Ok(\"{id}\")"),
         Lang::TypeScript | Lang::Tsx => format!("globalThis.process?.env?.{MUTANT_VAR} === \"{id}\""),
@@ -469,13 +493,18 @@ pub fn schemata(
     let mut rendered = render(function_node, source, &sites, lang, &guard);
     if let Some(body) = early {
         let line = source[..body.start_byte()].matches('\n').count();
-        mutants.push(Mutant { id: early_return_id, what: "an early return of the default value".to_owned(), line });
+        let what = match early_value {
+            "None" => "an early return of `None`",
+            value if value.starts_with("Ok(") => "an early return of `Ok` of the default value",
+            _ => "an early return of the default value",
+        };
+        mutants.push(Mutant { id: early_return_id, what: what.to_owned(), line });
         let at = body.start_byte() - function_node.start_byte();
         // The body's `{` is at `at` in the function's own text, which `render` keeps byte for byte up to there.
         let offset = rendered_offset(&rendered, &source[function_node.start_byte()..body.start_byte()]).unwrap_or(at);
         rendered.insert_str(
             offset + 1,
-            &format!(" if {} {{ return ::core::default::Default::default(); }}", guard(early_return_id)),
+            &format!(" if {} {{ return {early_value}; }}", guard(early_return_id)),
         );
     }
     let attribute = if lang == Lang::Rust { "#[allow(warnings, clippy::all)]\n" } else { "" };
@@ -516,6 +545,50 @@ fn swapped_operator(operator: &str) -> Option<&'static str> {
         "*" => "+",
         _ => return None,
     })
+}
+
+/// A branch a mutant can make never taken, and what the mutant says: a Rust match arm without a guard that is
+/// not the last (`"a" => …` becomes `"a" if !switched => …`), where the last arm takes everything (`_` or a
+/// binding), so the match stays exhaustive; a TypeScript `case v:` (its value becomes a fresh `Symbol()`,
+/// which no value equals: case values are evaluated at run time and the probe is transpiled, not type-checked).
+fn skippable_branch(node: Node, source: &str) -> Option<String> {
+    let head = |text: &str| {
+        let first = text.lines().next().unwrap_or("").trim();
+        if first.chars().count() > 40 {
+            format!("{}…", first.chars().take(40).collect::<String>())
+        } else {
+            first.to_owned()
+        }
+    };
+    match node.kind() {
+        "match_arm" => {
+            let pattern = node.child_by_field_name("pattern")?;
+            if pattern.child_by_field_name("condition").is_some() {
+                return None;
+            }
+            let block = node.parent().filter(|parent| parent.kind() == "match_block")?;
+            let mut cursor = block.walk();
+            let last = block.named_children(&mut cursor).filter(|arm| arm.kind() == "match_arm").last()?;
+            if last.id() == node.id() {
+                return None;
+            }
+            let last_pattern = last.child_by_field_name("pattern")?;
+            let catch_all = last_pattern.child_by_field_name("condition").is_none()
+                && (source[last_pattern.byte_range()].trim() == "_"
+                    || (last_pattern.named_child_count() == 1
+                        && last_pattern.named_child(0).is_some_and(|binding| {
+                            // A binding, not a unit variant or a constant (`None`, `MAX`).
+                            binding.kind() == "identifier"
+                                && source[binding.byte_range()].starts_with(|c: char| c.is_lowercase() || c == '_')
+                        })));
+            catch_all.then(|| format!("the arm `{} =>` never taken", head(&source[pattern.byte_range()])))
+        }
+        "switch_case" => {
+            let value = node.child_by_field_name("value")?;
+            Some(format!("`case {}:` never taken", head(&source[value.byte_range()])))
+        }
+        _ => None,
+    }
 }
 
 /// Places where a switched expression would not compile: patterns, constants, types, macro token trees,
@@ -566,11 +639,15 @@ fn render(node: Node, source: &str, sites: &[Site], lang: Lang, guard: &dyn Fn(u
     let plain = render_children(node, source, sites, lang, guard, None);
     let mut result = plain;
     for site in sites.iter().filter(|site| site.node == node.byte_range() && matches_kind(site, node)) {
+        let condition = guard(site.mutant.id);
         let mutated = match &site.change {
             Change::Operator { at, to } => render_children(node, source, sites, lang, guard, Some((at.clone(), to))),
             Change::Replace(to) => to.clone(),
+            Change::SkipArm => {
+                result = format!("{result} if !({condition})");
+                continue;
+            }
         };
-        let condition = guard(site.mutant.id);
         result = match lang {
             Lang::Rust => format!("(if {condition} {{ {mutated} }} else {{ {result} }})"),
             Lang::TypeScript | Lang::Tsx => format!("(({condition}) ? ({mutated}) : ({result}))"),
@@ -585,7 +662,9 @@ fn matches_kind(site: &Site, node: Node) -> bool {
         Change::Operator { .. } => node.kind() == "binary_expression",
         Change::Replace(_) => {
             matches!(node.kind(), "integer_literal" | "number" | "true" | "false" | "boolean_literal")
+                || node.parent().is_some_and(|parent| parent.kind() == "switch_case")
         }
+        Change::SkipArm => node.kind() == "match_pattern",
     }
 }
 

@@ -164,26 +164,55 @@ fn schemata_switch_each_mutant_at_run_time() {
             "`+` → `-`",
             "`1` → `2`",
             "`1` → `0`",
+            "the arm `0 =>` never taken",
             "`1` → `2`",
             "`1` → `0`",
             "an early return of the default value"
         ]
     );
     assert!(out.starts_with("fn g() {}\n#[allow(warnings, clippy::all)]\nfn f(a: u32, b: bool) -> u32 { if "), "{out}");
-    assert!(out.contains("0 => "), "the pattern is not mutated: {out}");
+    assert!(out.contains("{ 0 if !(::std::env::var("), "the arm gets a guard, its pattern unchanged: {out}");
     // Lines in the new text (the attribute is one more line above the function).
     let lines: Vec<usize> = mutants.iter().map(|mutant| mutant.line).collect();
-    assert_eq!(lines, [3, 3, 3, 3, 3, 3, 3, 3, 3, 2]);
+    assert_eq!(lines, [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2]);
     // The output still parses, and a skipped mutant is gone.
     assert!(!crate::parse::text(Lang::Rust, &out).unwrap().root_node().has_error(), "{out}");
     let skip: BTreeSet<usize> = [1, 10_000].into();
     let (out, mutants) = schemata(Lang::Rust, tree.root_node(), text, start..text.len() - 1, &skip, 20);
-    assert_eq!(mutants.len(), 8);
+    assert_eq!(mutants.len(), 9);
     assert!(!out.contains("Ok(\"1\")") && !out.contains("Default::default"), "{out}");
     let ts = "export function f(a: number): boolean {\n  return a === 2 || a > 7;\n}\n";
     let tree = self::tree(Lang::TypeScript, ts);
     let (out, mutants) = schemata(Lang::TypeScript, tree.root_node(), ts, 7..ts.len() - 1, &BTreeSet::new(), 20);
     assert_eq!(mutants.len(), 7, "{mutants:?}");
+    assert!(!crate::parse::text(Lang::TypeScript, &out).unwrap().root_node().has_error(), "{out}");
+}
+
+#[test]
+fn schemata_skip_branches_only_where_the_rest_still_matches() {
+    // The last arm is a binding (takes everything): the arms before it can be skipped, a guarded one cannot.
+    let text =
+        "fn f(s: &str) -> u8 {\n    match s {\n        \"a\" | \"b\" => 1,\n        x if x.is_empty() => 2,\n        \
+                _other => 3,\n    }\n}\n";
+    let tree = tree(Lang::Rust, text);
+    let (out, mutants) = schemata(Lang::Rust, tree.root_node(), text, 0..text.len() - 1, &BTreeSet::new(), 20);
+    let arms: Vec<&str> =
+        mutants.iter().map(|mutant| mutant.what.as_str()).filter(|what| what.contains("arm")).collect();
+    assert_eq!(arms, ["the arm `\"a\" | \"b\" =>` never taken"]);
+    assert!(!crate::parse::text(Lang::Rust, &out).unwrap().root_node().has_error(), "{out}");
+    // No catch-all: the match would not be exhaustive without the arm.
+    let text = "fn f(b: bool) -> u8 {\n    match b {\n        true => 1,\n        false => 0,\n    }\n}\n";
+    let tree = self::tree(Lang::Rust, text);
+    let (_, mutants) = schemata(Lang::Rust, tree.root_node(), text, 0..text.len() - 1, &BTreeSet::new(), 20);
+    assert!(mutants.iter().all(|mutant| !mutant.what.contains("arm")), "{mutants:?}");
+    // TypeScript: every `case` value, evaluated at run time, can become a value nothing equals.
+    let ts = "export function f(s: string): number {\n  switch (s) {\n    case \"a\":\n      return 1;\n    default:\n      return 0;\n  }\n}\n";
+    let tree = self::tree(Lang::TypeScript, ts);
+    let (out, mutants) = schemata(Lang::TypeScript, tree.root_node(), ts, 7..ts.len() - 1, &BTreeSet::new(), 20);
+    let whats: Vec<&str> = mutants.iter().map(|mutant| mutant.what.as_str()).collect();
+    assert!(whats.contains(&"`case \"a\":` never taken"), "{whats:?}");
+    assert!(out.contains("case ((globalThis.process?.env?.SPARK_MUTANT === \""), "{out}");
+    assert!(out.contains(") ? (Symbol()) : (\"a\")):"), "{out}");
     assert!(!crate::parse::text(Lang::TypeScript, &out).unwrap().root_node().has_error(), "{out}");
 }
 

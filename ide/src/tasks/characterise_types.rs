@@ -271,6 +271,12 @@ impl Sources {
             return Some(vec![format!("{self_name}::{name}")]);
         }
         let receivers = self.rust_own_values(self_name, 0);
+        if receivers.is_empty() {
+            // A trait implemented for a type of the standard library (`impl ToHex for [u8]`): its values, by
+            // reference, as receivers (method calls take the reference or dereference it as the method needs).
+            let values = rust_values(&format!("&{self_ty}"), "");
+            return Some(values.into_iter().map(|receiver| format!("({receiver}).{name}")).collect());
+        }
         Some(receivers.into_iter().map(|receiver| format!("{receiver}.{name}")).collect())
     }
 }

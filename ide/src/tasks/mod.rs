@@ -553,6 +553,25 @@ mod unit {
     }
 
     #[test]
+    fn a_test_module_without_the_parent_glob_gets_it_in_the_test() {
+        let text =
+            "pub enum Rule { A }\nimpl Rule {\n    pub fn f(&self) -> u8 { 1 }\n}\n\n#[cfg(test)]\nmod tests {\n    \
+                    use super::Rule::*;\n}\n";
+        let doc = document(Lang::Rust, text);
+        let at = existing_test_module(&doc).unwrap();
+        let test_fn = "    #[test]\n    fn f_works() {\n        assert_eq!(Rule::A.f(), 1);\n    }\n";
+        let change = rust_test_change(&doc, Some(at), test_fn);
+        assert!(
+            change.new_text().ends_with(
+                "    use super::Rule::*;\n\n    #[test]\n    fn f_works() {\n        use super::*;\n        \
+                 assert_eq!(Rule::A.f(), 1);\n    }\n}\n"
+            ),
+            "{}",
+            change.new_text()
+        );
+    }
+
+    #[test]
     fn arity_from_the_parameter_list() {
         let rust = document(Lang::Rust, "impl A {\n    pub fn f(&self, a: u32, b: u32) -> u32 { a + b }\n}\n");
         let (range, _) = function_at(&rust, rust.text.find("a + b").unwrap()).unwrap();

@@ -203,6 +203,16 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             None => !returns_a_value(function),
         };
     let calls: Vec<String> = match lang {
+        // `impl fmt::Display for T { fn fmt(&self, f) }` is called as its users call it: `format!("{}", t)`.
+        Lang::Rust if writes_formatter => match formatting_trait(function, source) {
+            Some(spec) => callees
+                .iter()
+                .filter_map(|callee| callee.strip_suffix(&format!(".{name}")))
+                .map(|receiver| format!("format!(\"{spec}\", {receiver})"))
+                .take(MAX_INPUTS)
+                .collect(),
+            None => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
+        },
         Lang::Rust => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
         Lang::TypeScript | Lang::Tsx => {
             let parameter_names: Vec<String> = own_parameters.iter().map(|p| p.name.clone()).collect();
@@ -547,8 +557,65 @@ fn iterator_item(return_type: &str) -> Option<String> {
 
 /// The type to collect into for a return type that is a type parameter bound by `FromIterator<X>` in `header`:
 /// `String` for `char` (and `&str`, `String`), else `Vec<X>`.
+/// The format spec that calls the `fmt` method at `function` when it implements one of `std::fmt`'s formatting
+/// traits: `{}` for `Display`, `{:?}` for `Debug`, `{:x}` for `LowerHex`, …
+fn formatting_trait(function: spark_grammars::tree_sitter::Node, source: &str) -> Option<&'static str> {
+    let name = function.child_by_field_name("name")?;
+    if &source[name.byte_range()] != "fmt" {
+        return None;
+    }
+    let implementation = function.parent().filter(|list| list.kind() == "declaration_list")?.parent()?;
+    let trait_path = &source[implementation.child_by_field_name("trait")?.byte_range()];
+    let trait_name = trait_path.rsplit("::").next().unwrap_or(trait_path).trim();
+    Some(match trait_name {
+        "Display" => "{}",
+        "Debug" => "{:?}",
+        "LowerHex" => "{:x}",
+        "UpperHex" => "{:X}",
+        "Binary" => "{:b}",
+        "Octal" => "{:o}",
+        "LowerExp" => "{:e}",
+        "UpperExp" => "{:E}",
+        _ => return None,
+    })
+}
+
+/// A return type with a type parameter collected from an iterator given a type the call can infer:
+/// `-> T` with `T: FromIterator<char>` → `String`; `-> Result<T, E>` with `T: FromIterator<u8>` →
+/// `Result<Vec<u8>, E>`.
 fn collected_type(return_type: &str, header: &str) -> Option<String> {
     let returned = return_type.trim().trim_start_matches("->").trim();
+    if let Some(whole) = collected_parameter(returned, header) {
+        return Some(whole);
+    }
+    // A type parameter inside the type: each word replaced by its collection where it is one.
+    let mut out = String::new();
+    let mut replaced = false;
+    let mut word = String::new();
+    for ch in returned.chars().chain(std::iter::once(' ')) {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        if !word.is_empty() {
+            match (
+                word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()),
+                collected_parameter(&word, header),
+            ) {
+                (true, Some(collected)) => {
+                    out.push_str(&collected);
+                    replaced = true;
+                }
+                _ => out.push_str(&word),
+            }
+            word.clear();
+        }
+        out.push(ch);
+    }
+    replaced.then(|| out.trim_end().to_owned())
+}
+
+fn collected_parameter(returned: &str, header: &str) -> Option<String> {
     let bounds = pure::type_bounds(returned, header);
     let item = bounds.split_once("FromIterator<")?.1;
     let mut depth = 0i32;
@@ -1011,6 +1078,9 @@ mod tests {
         let header = "fn f<C>(n: u8) -> C where C: FromIterator<Option<u8>>";
         assert_eq!(collected_type("C", header).as_deref(), Some("Vec<Option<u8>>"));
         assert_eq!(collected_type("T", "fn g<T: Default>() -> T"), None);
+        let header = "fn from_hex<T: FromIterator<u8>>(&self) -> Result<T, FromHexError>";
+        assert_eq!(collected_type("Result<T, FromHexError>", header).as_deref(), Some("Result<Vec<u8>, FromHexError>"));
+        assert_eq!(collected_type("Result<u8, FromHexError>", header), None);
         let calls = pure::with_callees_and_args(
             &["f".to_owned()],
             &["(1)".to_owned()],

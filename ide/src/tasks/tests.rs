@@ -209,7 +209,7 @@ pub(super) fn rust_test_change(document: &TaskDocument, module_end: Option<usize
             create: false,
             old_text: document.text.clone(),
             replace: at..at,
-            insert: format!("\n{test_fn}"),
+            insert: format!("\n{}", seeing_the_parent(document, at, test_fn)),
         },
         None => {
             let end = document.text.len();
@@ -222,6 +222,26 @@ pub(super) fn rust_test_change(document: &TaskDocument, module_end: Option<usize
                 insert: format!("{separator}#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{test_fn}}}\n"),
             }
         }
+    }
+}
+
+/// `test_fn` as it goes into the test module ending at `module_end`: where the module does not glob-import its
+/// parent (`use super::RenameRule::*;` only, say), the function does, first thing in its body, so that what it
+/// calls is in scope as it was in the probe (`super` in a function body is still the module's parent).
+fn seeing_the_parent(document: &TaskDocument, module_end: usize, test_fn: &str) -> String {
+    let root = document.tree.root_node();
+    let module = root.descendant_for_byte_range(module_end, module_end + 1).and_then(|node| {
+        std::iter::successors(Some(node), |node| node.parent()).find(|node| node.kind() == "mod_item")
+    });
+    let Some(module) = module else { return test_fn.to_owned() };
+    let sees_parent = document.text[module.byte_range()]
+        .lines()
+        .any(|line| line.trim().trim_start_matches("pub ").starts_with("use super::*;"));
+    match test_fn.find("{\n") {
+        Some(open) if !sees_parent => {
+            format!("{}        use super::*;\n{}", &test_fn[..open + 2], &test_fn[open + 2..])
+        }
+        _ => test_fn.to_owned(),
     }
 }
 
