@@ -6,7 +6,8 @@
 //! made once per root and then only synced (files whose size or mtime changed); between two checks of one root
 //! only the edited file differs. Cargo's build artefacts go to a target directory beside the copy that every
 //! check of the root shares, so a second check recompiles the edited crate only. One check runs per root at a
-//! time (a lock per root in this process); each command has a time limit and its whole process group is killed
+//! time (a lock per root in this process, and a lock file beside the copy that other Spark processes on the
+//! same root — a second editor, the CLI, the MCP server — wait for); each command has a time limit and its whole process group is killed
 //! when the limit or a cancellation comes.
 //!
 //! The pure parts — finding the root, building commands, parsing `cargo --message-format=json` and `tsc` output,

@@ -172,6 +172,34 @@ pub(super) struct Scratch {
     /// Cargo's target directory, shared by every check of the root.
     pub(super) target: PathBuf,
     _guard: tokio::sync::OwnedMutexGuard<()>,
+    /// The lock file, locked: another Spark process (a second editor, the CLI, the MCP server) on the same
+    /// root waits for it (the operating system releases it when the file is closed, or the process dies).
+    _across_processes: std::fs::File,
+}
+
+/// How long a task waits for another Spark process to leave the root's copy before it gives up.
+const OTHER_PROCESS_WAIT: Duration = Duration::from_secs(30);
+
+/// Takes the root's lock file (`base/lock`) against other processes, waiting up to `wait`.
+fn lock_across_processes(base: &Path, wait: Duration) -> std::io::Result<std::fs::File> {
+    std::fs::create_dir_all(base)?;
+    let file = std::fs::File::options().create(true).truncate(false).write(true).open(base.join("lock"))?;
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(std::io::Error::other(format!(
+                    "another Spark process has held the scratch copy for {} ms",
+                    wait.as_millis()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(error)) => return Err(error),
+        }
+    }
 }
 
 fn locks() -> &'static Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>> {
@@ -197,8 +225,10 @@ impl Scratch {
         let guard = lock.lock_owned().await;
         let copy = base.join("src");
         let (root, copy_for_sync, node_modules) = (project.root.clone(), copy.clone(), project.node_modules.clone());
+        let base_for_lock = base.clone();
         let synced = tokio::task::spawn_blocking(move || {
             let started = Instant::now();
+            let locked = lock_across_processes(&base_for_lock, OTHER_PROCESS_WAIT)?;
             let copied = sync_tree(&root, &copy_for_sync)?;
             if let Some(node_modules) = node_modules {
                 let link = copy_for_sync.join("node_modules");
@@ -207,13 +237,19 @@ impl Scratch {
                     std::os::unix::fs::symlink(&node_modules, &link)?;
                 }
             }
-            Ok::<_, std::io::Error>((copied, started.elapsed()))
+            Ok::<_, std::io::Error>((copied, started.elapsed(), locked))
         })
         .await
         .map_err(|error| Checked::Unchecked(Unchecked::Tool(format!("sync: {error}"))))?
         .map_err(|error| Checked::Unchecked(Unchecked::Tool(format!("copying {}: {error}", project.root.display()))))?;
         tracing::debug!(copied = synced.0, ms = synced.1.as_millis() as u64, "scratch copy synced");
-        Ok(Scratch { project: project.clone(), copy, target: base.join("target"), _guard: guard })
+        Ok(Scratch {
+            project: project.clone(),
+            copy,
+            target: base.join("target"),
+            _guard: guard,
+            _across_processes: synced.2,
+        })
     }
 
     /// Writes `text` at `file` in the copy and runs `step`.
@@ -373,6 +409,18 @@ fn remove_unseen(copy: &Path, relative: &Path, seen: &std::collections::HashSet<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_process_waits_for_the_copy_and_then_gives_up() {
+        // Two open files of one lock conflict as two processes' would (flock locks an open file description).
+        let base = std::env::temp_dir().join(format!("spark-exec-lock-{}", std::process::id()));
+        let held = lock_across_processes(&base, Duration::ZERO).unwrap();
+        let error = lock_across_processes(&base, Duration::from_millis(120)).unwrap_err();
+        assert!(error.to_string().contains("another Spark process has held the scratch copy"), "{error}");
+        drop(held);
+        assert!(lock_across_processes(&base, Duration::ZERO).is_ok());
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn sync_copies_changes_and_removes_what_is_gone() {

@@ -502,10 +502,7 @@ pub fn schemata(
         let at = body.start_byte() - function_node.start_byte();
         // The body's `{` is at `at` in the function's own text, which `render` keeps byte for byte up to there.
         let offset = rendered_offset(&rendered, &source[function_node.start_byte()..body.start_byte()]).unwrap_or(at);
-        rendered.insert_str(
-            offset + 1,
-            &format!(" if {} {{ return {early_value}; }}", guard(early_return_id)),
-        );
+        rendered.insert_str(offset + 1, &format!(" if {} {{ return {early_value}; }}", guard(early_return_id)));
     }
     let attribute = if lang == Lang::Rust { "#[allow(warnings, clippy::all)]\n" } else { "" };
     let text = format!(
