@@ -698,6 +698,45 @@ pub struct Input {
     pub call: String,
     pub value: String,
     pub kills: BTreeSet<usize>,
+    /// `value` is the members of a TypeScript object that were the same in both runs (others, a random key or
+    /// a time, were not): asserted with `toMatchObject`, and a mutant is caught when one of them differs.
+    pub partial: bool,
+}
+
+/// The members of a JavaScript object literal as the probe prints it (`{a: 1, "b-c": [2]}`): each key as
+/// written and its value; `None` when `literal` is not an object or a key is not a plain name.
+pub fn ts_object_members(literal: &str) -> Option<Vec<(&str, &str)>> {
+    let inner = literal.strip_prefix('{')?.strip_suffix('}')?;
+    split_arguments(inner)
+        .into_iter()
+        .map(|member| {
+            let (key, value) = member.split_once(": ")?;
+            let plain = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+            plain.then_some((key, value))
+        })
+        .collect()
+}
+
+/// What two runs of an input that returned different objects agree on: the members with the same value in
+/// both, as a literal, when there are some and the objects have the same keys (else nothing is stable).
+pub fn stable_members(one: &str, two: &str) -> Option<String> {
+    let (first, second) = (ts_object_members(one)?, ts_object_members(two)?);
+    let same_keys = first.len() == second.len() && first.iter().zip(&second).all(|(a, b)| a.0 == b.0);
+    if !same_keys {
+        return None;
+    }
+    let stable: Vec<String> =
+        first.iter().zip(&second).filter(|(a, b)| a.1 == b.1).map(|(a, _)| format!("{}: {}", a.0, a.1)).collect();
+    (!stable.is_empty() && stable.len() < first.len()).then(|| format!("{{{}}}", stable.join(", ")))
+}
+
+/// Whether `observed` (an object literal) has every member of `partial` with the same value.
+pub fn has_members(observed: &str, partial: &str) -> bool {
+    let (Some(observed), Some(partial)) = (ts_object_members(observed), ts_object_members(partial)) else {
+        return false;
+    };
+    partial.iter().all(|member| observed.contains(member))
 }
 
 /// The inputs to assert on: first those that kill mutants no input chosen so far kills (the most new kills

@@ -240,6 +240,7 @@ fn inputs_that_kill_mutants_first() {
         call: call.to_owned(),
         value: value.to_owned(),
         kills: kills.iter().copied().collect(),
+        partial: false,
     };
     let inputs = [
         input("(0)", "0", &[]),
@@ -433,4 +434,22 @@ fn a_function_that_writes_into_a_formatter_is_called_by_a_display_and_asserted_o
         with_callees_and_args(&["title".to_owned()], &[format!("(\"a b\", {FORMATTER})")], &CallShape::Displayed, 9),
         ["std::fmt::from_fn(|f| title(\"a b\", f)).to_string()"]
     );
+}
+
+#[test]
+fn what_two_runs_of_an_object_agree_on() {
+    let one = "{href: \"/a?b\", search: \"?b\", state: {key: \"x1\", __TSR_index: 0}}";
+    let two = "{href: \"/a?b\", search: \"?b\", state: {key: \"q7\", __TSR_index: 0}}";
+    assert_eq!(stable_members(one, two).as_deref(), Some("{href: \"/a?b\", search: \"?b\"}"));
+    // Nothing in common, other keys, not objects: nothing stable.
+    assert_eq!(stable_members("{id: 1}", "{id: 2}"), None);
+    assert_eq!(stable_members("{id: 1, a: 2}", "{key: 1, a: 2}"), None);
+    assert_eq!(stable_members("[1, 2]", "[1, 3]"), None);
+    assert_eq!(stable_members("{\"a-b\": 1, c: 2}", "{\"a-b\": 2, c: 2}"), None);
+    // A value with a comma or a colon inside stays whole.
+    assert_eq!(ts_object_members("{a: \"x, y: z\", b: [1, 2]}"), Some(vec![("a", "\"x, y: z\""), ("b", "[1, 2]")]));
+    let partial = "{href: \"/a?b\", search: \"?b\"}";
+    assert!(has_members(two, partial));
+    assert!(!has_members("{href: \"/a\", search: \"?b\", state: {}}", partial));
+    assert!(!has_members("NaN", partial));
 }

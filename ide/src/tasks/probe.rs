@@ -284,7 +284,7 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
                         pure::rust_assertion(call, &input.value, return_type.as_deref().unwrap_or(""))
                     }
                     Lang::Rust => format!("assert_eq!(format!(\"{{:?}}\", {call}), {:?});", input.value),
-                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, call, &input.value),
+                    Lang::TypeScript | Lang::Tsx => ts_assertion(target.framework, call, &input.value, input.partial),
                 }
             })
             .collect();
@@ -467,9 +467,18 @@ fn with_parameters(node: spark_grammars::tree_sitter::Node) -> Option<spark_gram
 }
 
 /// The assertion of a TypeScript test in the project's framework.
-fn ts_assertion(framework: TsFramework, call: &str, value: &str) -> String {
+/// The assertion that `call` is `value`; with `partial`, that it has `value`'s members (an object literal
+/// whose keys are plain names: node's `assert` picks them out by destructuring).
+fn ts_assertion(framework: TsFramework, call: &str, value: &str, partial: bool) -> String {
     match framework {
+        TsFramework::NodeTest if partial => {
+            let keys: Vec<&str> =
+                pure::ts_object_members(value).unwrap_or_default().into_iter().map(|(key, _)| key).collect();
+            let keys = keys.join(", ");
+            format!("{{\n    const {{ {keys} }} = {call};\n    assert.deepStrictEqual({{ {keys} }}, {value});\n  }}")
+        }
         TsFramework::NodeTest => format!("assert.deepStrictEqual({call}, {value});"),
+        TsFramework::Vitest | TsFramework::Jest if partial => format!("expect({call}).toMatchObject({value});"),
         TsFramework::Vitest | TsFramework::Jest => format!("expect({call}).toStrictEqual({value});"),
     }
 }
@@ -979,8 +988,15 @@ async fn run_probe(
     let mut inputs: Vec<(usize, Input)> = live
         .iter()
         .filter_map(|idx| match (first.get(idx), second.get(idx)) {
-            (Some(Observation::Value(one)), Some(Observation::Value(two))) if one == two => {
-                Some((*idx, Input { call: calls[*idx].clone(), value: one.clone(), kills: BTreeSet::new() }))
+            (Some(Observation::Value(one)), Some(Observation::Value(two))) if one == two => Some((
+                *idx,
+                Input { call: calls[*idx].clone(), value: one.clone(), kills: BTreeSet::new(), partial: false },
+            )),
+            // An object with a random key or a time in it: what the two runs agree on.
+            (Some(Observation::Value(one)), Some(Observation::Value(two))) => {
+                pure::stable_members(one, two).map(|stable| {
+                    (*idx, Input { call: calls[*idx].clone(), value: stable, kills: BTreeSet::new(), partial: true })
+                })
             }
             _ => None,
         })
@@ -994,6 +1010,7 @@ async fn run_probe(
         let observed = observe(session, step, &kept, Some(mutant.id), MUTANT_LIMIT, cancel).await?;
         for (idx, input) in &mut inputs {
             let differs = match observed.get(idx) {
+                Some(Observation::Value(value)) if input.partial => !pure::has_members(value, &input.value),
                 Some(Observation::Value(value)) => *value != input.value,
                 Some(Observation::Panic | Observation::Crashed | Observation::Big) => true,
                 None => false,
@@ -1025,6 +1042,11 @@ async fn observe(
         }
         let ran = session.run(step, &env, limit, cancel).await?;
         let (found, started) = pure::parse_probe(&ran.stdout);
+        if mutant.is_none() && from == 0 && found.is_empty() && started.is_none() && ran.status != Some(0) {
+            // Nothing ran: the module did not load (a dependency not installed, an error at its top level).
+            let said = ran.stderr.lines().rev().find(|line| line.contains("Error")).or(ran.stderr.lines().last());
+            return Err(format!("the probe stopped before any input: {}", said.unwrap_or("no output").trim()));
+        }
         observed.extend(found);
         let finished = ran.status == Some(0) && !ran.timed_out && !ran.truncated;
         if finished {
