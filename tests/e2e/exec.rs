@@ -676,6 +676,47 @@ fn a_function_that_reads_files_is_not_run_and_an_early_return_is_a_mutant_too() 
 }
 
 #[test]
+fn typescript_probes_load_the_packages_dependencies_and_assert_what_two_runs_agree_on() {
+    cache_home();
+    // node_modules of its own: the compiler (linked) and a dependency the module imports by a bare name.
+    let modules = tsc_modules();
+    let dir = scratch_dir("exec-ts-characterise-deps");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/pad-dep")).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"deps\", \"private\": true}\n").unwrap();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(modules.join("typescript"), dir.join("node_modules/typescript")).unwrap();
+    std::os::unix::fs::symlink("../typescript/bin/tsc", dir.join("node_modules/.bin/tsc")).unwrap();
+    let dep = dir.join("node_modules/pad-dep");
+    std::fs::write(
+        dep.join("package.json"),
+        "{\"name\": \"pad-dep\", \"main\": \"index.js\", \"types\": \"index.d.ts\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dep.join("index.js"), "exports.pad = (text) => \"[\" + text + \"]\";\n").unwrap();
+    std::fs::write(dep.join("index.d.ts"), "export declare function pad(text: string): string;\n").unwrap();
+    let file = dir.join("src/label.ts");
+    let text = "import { pad } from \"pad-dep\";\n\nexport function label(word: string): string {\n  return word === \"\" ? \"-\" : pad(word);\n}\n\nexport function makeItem(word: string) {\n  return { word, id: Math.random(), size: word === \"\" ? \"none\" : \"some\" };\n}\n";
+    std::fs::write(&file, text).unwrap();
+    let outcome = generate_tests(&file, text, "label(word", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert.deepStrictEqual(label(\"hello\"), \"[hello]\");"), "{test}");
+    // `id` differs between the two runs: the test asserts the members they agree on.
+    let outcome = generate_tests(&file, text, "makeItem(word", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("const { word, size } = makeItem("), "{test}");
+    assert!(test.contains("assert.deepStrictEqual({ word, size }, {word: \"hello\", size: \"some\"});"), "{test}");
+    assert!(!test.contains("id:"), "{test}");
+}
+
+#[test]
 fn characterisation_tests_for_typescript_run_with_node() {
     cache_home();
     let dir = ts_package("exec-ts-characterise");

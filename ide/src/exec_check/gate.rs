@@ -216,7 +216,9 @@ impl<'a> Gate<'a> {
                             let tsc = find_tsc(project)
                                 .filter(|_| framework == crate::kinds::TsFramework::NodeTest)
                                 .ok_or(Checked::Unchecked(Unchecked::Tool(why)))?;
-                            let out_dir = scratch.target.join("js");
+                            // Inside the copy, so that the package's dependencies resolve from the
+                            // JavaScript as from the sources (the copy's node_modules links the project's).
+                            let out_dir = scratch.copy.join(".spark-js");
                             let _ = std::fs::remove_dir_all(&out_dir);
                             let [emit, run] = node_test_via_tsc(project, tsc, &edited_path, &out_dir)
                                 .map_err(|why| Checked::Unchecked(Unchecked::Tool(why)))?;
@@ -230,7 +232,9 @@ impl<'a> Gate<'a> {
                                     reason.map(|error| format!(": {error}")).unwrap_or_default()
                                 )));
                             }
-                            let mut outcome = scratch.run(&run, self.settings, cancel).await?;
+                            let ran = scratch.run(&run, self.settings, cancel).await;
+                            let _ = std::fs::remove_dir_all(&out_dir);
+                            let mut outcome = ran?;
                             outcome.ms += emitted.ms;
                             outcome
                         }

@@ -103,7 +103,7 @@ pub fn js_test_step(project: &Project, test_file: &Path, node_major: Option<u32>
 }
 
 /// node:test on a Node that cannot run TypeScript: the project's `tsc` compiles it (CommonJS packages only) into
-/// `out_dir` (outside the copy), then node runs the JavaScript of the test file. Returns both steps.
+/// `out_dir` (inside the copy, where `node_modules` resolves; tsc leaves its outDir out of the program), then node runs the JavaScript of the test file. Returns both steps.
 pub fn node_test_via_tsc(
     project: &Project,
     tsc: PathBuf,

@@ -861,7 +861,9 @@ async fn probe_ts(
     let root = document.tree.root_node();
     let (text, mutants) = pure::schemata(document.lang, root, &document.text, function, &BTreeSet::new(), MAX_MUTANTS);
     session.write(&project.file, &text)?;
-    let out_dir = session.target_dir().join("probe-js");
+    // Inside the copy (whose `node_modules` links the project's), so that the package's dependencies resolve
+    // from the transpiled files as they do from the sources; the transpiler's walk skips `.spark-probe`.
+    let out_dir = session.copy_dir().join(".spark-probe/js");
     let _ = std::fs::remove_dir_all(&out_dir);
     let module = project.file.with_extension("js").to_string_lossy().into_owned();
     let script =
