@@ -161,6 +161,8 @@ if (process.argv[2] === "build") {{
   }};
   walk(process.cwd());
   fs.mkdirSync(out, {{ recursive: true }});
+  // CommonJS whatever the package's own "type" says (the output is inside the package).
+  fs.writeFileSync(path.join(out, "package.json"), '{{"type": "commonjs"}}\n');
   const calls = ts.transpileModule({calls_ts}, {{ compilerOptions: {{ module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020 }} }});
   fs.writeFileSync(path.join(out, "spark-probe-calls.js"), calls.outputText);
   process.exit(0);
