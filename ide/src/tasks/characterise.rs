@@ -18,6 +18,11 @@ mod types;
 
 /// The environment variable that selects a mutant in the schemata; unset, the function is the original.
 pub const MUTANT_VAR: &str = "SPARK_MUTANT";
+
+/// The number of the early-return mutant (the function returns its type's default, `Ok` of it, or `None` at
+/// once): almost any input catches it, so it alone does not make a test worth offering when the function has
+/// other mutants.
+pub const EARLY_RETURN: usize = 10_000;
 /// The environment variable that makes the probe skip the inputs before this index (after a crash).
 pub const FROM_VAR: &str = "SPARK_PROBE_FROM";
 /// The prefix of the probe's output lines.
@@ -469,7 +474,7 @@ pub fn schemata(
             keep.contains(&(idx - 1))
         });
     }
-    let early_return_id = 10_000;
+    let early_return_id = EARLY_RETURN;
     let body = function_node.child_by_field_name("body");
     let returned = function_node.child_by_field_name("return_type").map(|ty| source[ty.byte_range()].trim());
     let early = (lang == Lang::Rust

@@ -259,6 +259,15 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             mutants.len()
         ));
     }
+    // Catching only the early return shows that the function returns something, not what it computes.
+    if killed.iter().all(|id| *id == pure::EARLY_RETURN) && mutants.len() > 1 {
+        return refuse(format!(
+            "its {} inputs catch only the early return of {} mutants, so a test would assert little of what its \
+             code does",
+            inputs.len(),
+            mutants.len()
+        ));
+    }
     let test_name = unused_test_name(source, target.name);
     // Each try writes the test and has the gate check it. An assertion the compiler refuses (a TypeScript
     // argument of the wrong type runs but does not type-check) is dropped and its input rejected, and the inputs
