@@ -253,15 +253,21 @@ fn tsc_modules() -> PathBuf {
 /// the pinned TypeScript's.
 fn ts_package(name: &str) -> PathBuf {
     let modules = tsc_modules();
+    let dir = ts_package_files(name, r#", "types": []"#);
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    dir
+}
+
+/// A package's directory with an empty `src/`, its package.json and a strict NodeNext tsconfig (`options` added to
+/// its compiler options), no node_modules yet.
+fn ts_package_files(name: &str, options: &str) -> PathBuf {
     let dir = scratch_dir(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("package.json"), format!("{{\"name\": \"{name}\", \"private\": true}}\n")).unwrap();
-    std::fs::write(
-        dir.join("tsconfig.json"),
-        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
-    )
-    .unwrap();
-    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let tsconfig = format!(
+        r#"{{"compilerOptions": {{"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true{options}}}, "include": ["src"]}}"#
+    );
+    std::fs::write(dir.join("tsconfig.json"), tsconfig).unwrap();
     dir
 }
 
@@ -439,14 +445,7 @@ fn cli_fix_with_run_offers_a_fix_that_compiles() {
 fn generated_typescript_tests_run_and_a_failing_one_is_refused() {
     cache_home();
     let modules = tsc_modules();
-    let dir = scratch_dir("exec-ts-tests");
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("package.json"), "{\"name\": \"exec-ts-tests\", \"private\": true}\n").unwrap();
-    std::fs::write(
-        dir.join("tsconfig.json"),
-        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true}, "include": ["src"]}"#,
-    )
-    .unwrap();
+    let dir = ts_package_files("exec-ts-tests", "");
     std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
     let file = dir.join("src/total.ts");
     std::fs::write(&file, TS).unwrap();
@@ -680,16 +679,9 @@ fn typescript_probes_load_the_packages_dependencies_and_assert_what_two_runs_agr
     cache_home();
     // node_modules of its own: the compiler (linked) and a dependency the module imports by a bare name.
     let modules = tsc_modules();
-    let dir = scratch_dir("exec-ts-characterise-deps");
-    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let dir = ts_package_files("exec-ts-characterise-deps", r#", "types": []"#);
     std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
     std::fs::create_dir_all(dir.join("node_modules/pad-dep")).unwrap();
-    std::fs::write(dir.join("package.json"), "{\"name\": \"deps\", \"private\": true}\n").unwrap();
-    std::fs::write(
-        dir.join("tsconfig.json"),
-        r#"{"compilerOptions": {"strict": true, "target": "es2022", "module": "nodenext", "skipLibCheck": true, "types": []}, "include": ["src"]}"#,
-    )
-    .unwrap();
     std::os::unix::fs::symlink(modules.join("typescript"), dir.join("node_modules/typescript")).unwrap();
     std::os::unix::fs::symlink("../typescript/bin/tsc", dir.join("node_modules/.bin/tsc")).unwrap();
     let dep = dir.join("node_modules/pad-dep");

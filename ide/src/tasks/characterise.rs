@@ -23,6 +23,7 @@ pub const MUTANT_VAR: &str = "SPARK_MUTANT";
 /// once): almost any input catches it, so it alone does not make a test worth offering when the function has
 /// other mutants.
 pub const EARLY_RETURN: usize = 10_000;
+
 /// The environment variable that makes the probe skip the inputs before this index (after a crash).
 pub const FROM_VAR: &str = "SPARK_PROBE_FROM";
 /// The prefix of the probe's output lines.
@@ -474,11 +475,10 @@ pub fn schemata(
             keep.contains(&(idx - 1))
         });
     }
-    let early_return_id = EARLY_RETURN;
     let body = function_node.child_by_field_name("body");
     let returned = function_node.child_by_field_name("return_type").map(|ty| source[ty.byte_range()].trim());
     let early = (lang == Lang::Rust
-        && !skip.contains(&early_return_id)
+        && !skip.contains(&EARLY_RETURN)
         && returned.is_some_and(|returned| !returned.contains("impl ")))
     .then_some(body)
     .flatten()
@@ -505,11 +505,11 @@ pub fn schemata(
             value if value.starts_with("Ok(") => "an early return of `Ok` of the default value",
             _ => "an early return of the default value",
         };
-        mutants.push(Mutant { id: early_return_id, what: what.to_owned(), line });
+        mutants.push(Mutant { id: EARLY_RETURN, what: what.to_owned(), line });
         let at = body.start_byte() - function_node.start_byte();
         // The body's `{` is at `at` in the function's own text, which `render` keeps byte for byte up to there.
         let offset = rendered_offset(&rendered, &source[function_node.start_byte()..body.start_byte()]).unwrap_or(at);
-        rendered.insert_str(offset + 1, &format!(" if {} {{ return {early_value}; }}", guard(early_return_id)));
+        rendered.insert_str(offset + 1, &format!(" if {} {{ return {early_value}; }}", guard(EARLY_RETURN)));
     }
     let attribute = if lang == Lang::Rust { "#[allow(warnings, clippy::all)]\n" } else { "" };
     let text = format!(

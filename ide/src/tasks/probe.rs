@@ -100,6 +100,9 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
     let header = &source[function.start_byte()..header_end];
     let writes_formatter = lang == Lang::Rust && own_parameters.iter().any(|p| pure::is_formatter(&p.ty));
+    // `impl fmt::Display for T { fn fmt(&self, f) }` is called as its users call it, `format!("{}", t)`: its
+    // inputs are the receivers alone.
+    let format_spec = if writes_formatter { formatting_trait(function, source) } else { None };
     let shape = match return_type.as_deref() {
         Some(_) if writes_formatter => {
             return_type = Some("String".to_owned());
@@ -187,7 +190,7 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
         push_new(&mut calls, if values.is_empty() { vec!["()".to_owned()] } else { pure::combine(&values, 32) });
     }
     // The model is asked only when the project and the types gave few inputs: its answer costs seconds.
-    if calls.len() < MODEL_BELOW {
+    if calls.len() < MODEL_BELOW && format_spec.is_none() {
         let function_source = &source[target.function.clone()];
         let proposed = propose_inputs(generator, lang, function_source, name, target.arity, budget, cancel);
         push_new(&mut calls, proposed.await?);
@@ -202,19 +205,15 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             Some(returned) => returned.trim_start_matches(':').trim() == "void",
             None => !returns_a_value(function),
         };
-    let calls: Vec<String> = match lang {
-        // `impl fmt::Display for T { fn fmt(&self, f) }` is called as its users call it: `format!("{}", t)`.
-        Lang::Rust if writes_formatter => match formatting_trait(function, source) {
-            Some(spec) => callees
-                .iter()
-                .filter_map(|callee| callee.strip_suffix(&format!(".{name}")))
-                .map(|receiver| format!("format!(\"{spec}\", {receiver})"))
-                .take(MAX_INPUTS)
-                .collect(),
-            None => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
-        },
-        Lang::Rust => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
-        Lang::TypeScript | Lang::Tsx => {
+    let calls: Vec<String> = match (lang, format_spec) {
+        (Lang::Rust, Some(spec)) => callees
+            .iter()
+            .filter_map(|callee| callee.strip_suffix(&format!(".{name}")))
+            .map(|receiver| format!("format!(\"{spec}\", {receiver})"))
+            .take(MAX_INPUTS)
+            .collect(),
+        (Lang::Rust, None) => pure::with_callees_and_args(&callees, &calls, &shape, MAX_INPUTS),
+        (Lang::TypeScript | Lang::Tsx, _) => {
             let parameter_names: Vec<String> = own_parameters.iter().map(|p| p.name.clone()).collect();
             let mut whole = Vec::new();
             for call in &calls {
@@ -475,8 +474,7 @@ fn with_parameters(node: spark_grammars::tree_sitter::Node) -> Option<spark_gram
     None
 }
 
-/// The assertion of a TypeScript test in the project's framework.
-/// The assertion that `call` is `value`; with `partial`, that it has `value`'s members (an object literal
+/// The assertion of a TypeScript test in the project's framework that `call` is `value`; with `partial`, that it has `value`'s members (an object literal
 /// whose keys are plain names: node's `assert` picks them out by destructuring).
 fn ts_assertion(framework: TsFramework, call: &str, value: &str, partial: bool) -> String {
     match framework {
@@ -573,8 +571,6 @@ fn iterator_item(return_type: &str) -> Option<String> {
     None
 }
 
-/// The type to collect into for a return type that is a type parameter bound by `FromIterator<X>` in `header`:
-/// `String` for `char` (and `&str`, `String`), else `Vec<X>`.
 /// The format spec that calls the `fmt` method at `function` when it implements one of `std::fmt`'s formatting
 /// traits: `{}` for `Display`, `{:?}` for `Debug`, `{:x}` for `LowerHex`, …
 fn formatting_trait(function: spark_grammars::tree_sitter::Node, source: &str) -> Option<&'static str> {
@@ -633,6 +629,8 @@ fn collected_type(return_type: &str, header: &str) -> Option<String> {
     replaced.then(|| out.trim_end().to_owned())
 }
 
+/// The type to collect into for a return type that is a type parameter bound by `FromIterator<X>` in `header`:
+/// `String` for `char` (and `&str`, `String`), else `Vec<X>`.
 fn collected_parameter(returned: &str, header: &str) -> Option<String> {
     let bounds = pure::type_bounds(returned, header);
     let item = bounds.split_once("FromIterator<")?.1;
