@@ -10,7 +10,9 @@
 //! literal symbols (`@`, `# characters`, `a lowercase v`, `an uppercase X`, `AM or PM`), numbers with a value
 //! range (`from 0 to 255`, `a two-digit month 01-12`: the range written out digit by digit), numbers with a sign,
 //! prefix or fraction, lists joined by a separator (`dot-separated`, `separated by colons`, `pairs of`),
-//! `not starting with`, `optional`, and the joints `then`, `followed by`, `and`, `,`, `or`.
+//! `not starting with`, `optional`, `even`/`odd` numbers (the last digit), `with at least one …` in a run of
+//! characters, `text` (anything on one line), shapes after `written as` (`555-123-4567`: each digit a digit), and
+//! the joints `then`, `followed by`, `and`, `,`, `or`.
 
 /// The pattern the description spells out, anchored; `Err` says where the reading stopped when a word is not
 /// understood.
@@ -18,10 +20,10 @@ pub fn from_description(description: &str) -> Result<String, String> {
     let description = description.trim().trim_end_matches('.').trim();
     // `a name: its structure`: the structure alone. Without a colon, the whole, or what follows `of` or `with`
     // (`a username of 3 to 16 letters`, `an IPv4 address with four dot-separated numbers`).
-    let bodies: Vec<&str> = match description.split_once(": ") {
-        Some((_, body)) => vec![body],
+    let mut bodies: Vec<(&str, bool)> = match description.split_once(": ") {
+        Some((_, body)) => vec![(body, false)],
         None => {
-            let mut bodies = vec![description];
+            let mut bodies = vec![(description, false)];
             // A template (`MM/DD/YYYY with a month 01-12`) is the structure: what follows `with` only restates it.
             let has_template = description.split_whitespace().any(|word| template_parts(word).is_some());
             for joint in [" of ", " with "].into_iter().filter(|_| !has_template) {
@@ -33,16 +35,22 @@ pub fn from_description(description: &str) -> Result<String, String> {
                     || GRAMMAR_WORDS.contains(&last.as_str())
                     || kind_noun(&last).is_some();
                 if !own {
-                    bodies.push(body);
+                    bodies.push((body, false));
                 }
             }
             bodies
         }
     };
+    // `a phone number written as 555-123-4567 or (555) 123-4567`: the shapes after the phrase, each digit a digit.
+    for phrase in [" written as ", " formatted as ", " in the form "] {
+        if let Some((_, shapes)) = description.split_once(phrase) {
+            bodies.push((shapes, true));
+        }
+    }
     let mut unread = None;
-    for body in bodies {
+    for (body, shapes) in bodies {
         let words = words(body);
-        match (Reader { words: &words, case: None }).sequence() {
+        match (Reader { words: &words, case: None, shapes }).sequence() {
             Ok(pattern) => return Ok(format!("^{pattern}$")),
             Err(at) => {
                 // What the user reads: where the first reading (the structure after the colon, or the whole)
@@ -343,6 +351,9 @@ struct Reader<'a> {
     words: &'a [String],
     /// The letter case said last (`uppercase letter digit letter`: the second letter is uppercase too).
     case: Option<Case>,
+    /// Whether a word of digits and symbols is a shape (`555-123-4567`: three digits, a hyphen, …), after
+    /// `written as`.
+    shapes: bool,
 }
 
 const ARTICLES: [&str; 3] = ["a", "an", "one"];
@@ -486,6 +497,11 @@ impl Reader<'_> {
                     at += length;
                     continue;
                 }
+                // `a lowercase letter first then …`: the order said twice.
+                if self.is(at, "first") && pieces.len() == 1 && group.is_none() {
+                    at += 1;
+                    continue;
+                }
                 if let Some(length) = self.joint(at) {
                     if !self.is(at, "and") || self.is(at + 1, "then") {
                         close(&mut pieces, &mut group);
@@ -594,7 +610,9 @@ impl Reader<'_> {
             .or_else(|| self.symbols(start))
             .or_else(|| self.literal_character(start))
             .or_else(|| self.capitals(start))
-            .or_else(|| self.without_spaces(start))?;
+            .or_else(|| self.without_spaces(start))
+            .or_else(|| self.text(start))
+            .or_else(|| self.shape(start))?;
         let mut end = start + used;
         if self.is(end, "not") && self.is(end + 1, "starting") && self.is(end + 2, "with") {
             let (excluded, length) = self.first_character(end + 3)?;
@@ -608,10 +626,35 @@ impl Reader<'_> {
             }
             end += 3 + length;
         }
+        // `letters or digits with at least one uppercase letter`: the run holds one of those somewhere (the set
+        // takes them in, as a case said before would have left them out).
+        if (self.is(end, "with") || self.is(end, "containing")) && self.is(end + 1, "at") && self.is(end + 2, "least") {
+            let (required, length) = self.at_least_one(end + 3)?;
+            match piece {
+                Piece::Chars { chars, count: Count::Plural | Count::AtLeast(0 | 1), first: None, optional: false } => {
+                    let run = chars.or(required).atom();
+                    piece = Piece::pattern(format!("{run}*{}{run}*", required.atom()));
+                }
+                _ => return None,
+            }
+            end += 3 + length;
+        }
         if optional {
             piece = piece.optional();
         }
         Some((piece, end - at))
+    }
+
+    /// `one uppercase letter`, `one digit` after `at least`: the set, and the words read. The case said before
+    /// is kept for what follows.
+    fn at_least_one(&mut self, at: usize) -> Option<(Chars, usize)> {
+        if !self.is(at, "one") {
+            return None;
+        }
+        let said = self.case;
+        let found = self.kinds(at + 1).filter(|(_, _, is_plural)| !is_plural);
+        self.case = said;
+        found.map(|(chars, used, _)| (chars, 1 + used))
     }
 
     /// What `starting with` names: `a digit`, `an underscore`, `0`.
@@ -845,6 +888,47 @@ impl Reader<'_> {
         let spaces = self.lower(at + used + 1 + length)?;
         matches!(spaces.as_str(), "spaces" | "whitespace")
             .then(|| (Piece::pattern(r"\S+".to_owned()), used + 2 + length))
+    }
+
+    /// Words of digits and symbols side by side, where shapes are read (`(555) 123-4567`): each run of digits
+    /// that many digits, each symbol itself, the words joined by a space.
+    fn shape(&self, at: usize) -> Option<(Piece, usize)> {
+        if !self.shapes {
+            return None;
+        }
+        let is_shape = |word: &str| {
+            word.chars().all(|ch| ch.is_ascii_graphic() && !ch.is_ascii_alphabetic())
+                && word.chars().any(|ch| ch.is_ascii_digit())
+        };
+        let mut parts = Vec::new();
+        while let Some(word) = self.word(at + parts.len()).filter(|word| is_shape(word)) {
+            let mut part = String::new();
+            let mut digits = 0;
+            for ch in word.chars().chain(std::iter::once(' ')) {
+                if ch.is_ascii_digit() {
+                    digits += 1;
+                    continue;
+                }
+                match digits {
+                    0 => {}
+                    1 => part.push_str("[0-9]"),
+                    n => part.push_str(&format!("[0-9]{{{n}}}")),
+                }
+                digits = 0;
+                if ch != ' ' {
+                    part.push_str(&escape(ch));
+                }
+            }
+            parts.push(part);
+        }
+        (!parts.is_empty()).then(|| (Piece::pattern(parts.join(" ")), parts.len()))
+    }
+
+    /// `text`, `any text`, `some text`: one or more characters of any kind on one line (a heading's title, a
+    /// comment after its marker).
+    fn text(&self, at: usize) -> Option<(Piece, usize)> {
+        let used = usize::from(self.is(at, "any") || self.is(at, "some"));
+        self.is(at + used, "text").then(|| (Piece::pattern(".+".to_owned()), used + 1))
     }
 
     /// Symbols written as such, with an optional count and noun: `@`, `$`, `1 to 6 # characters`, `+ or - sign`.
@@ -1089,8 +1173,28 @@ impl Reader<'_> {
     /// number with a 0x prefix`, `a number with an optional fraction`, `numbers`.
     fn number_with(&self, at: usize) -> Option<(Piece, usize)> {
         let mut used = usize::from(self.is_article(at));
+        // `an even non-negative integer`, `an odd number`: the last digit says the parity; `non-negative` and
+        // `unsigned` say what a number without a sign is already.
+        let mut last_digit: Option<Chars> = None;
+        loop {
+            match self.lower(at + used).as_deref() {
+                Some("even") if last_digit.is_none() => {
+                    last_digit = Some(
+                        Chars::one('0').or(Chars::one('2')).or(Chars::one('4')).or(Chars::one('6')).or(Chars::one('8')),
+                    )
+                }
+                Some("odd") if last_digit.is_none() => {
+                    last_digit = Some(
+                        Chars::one('1').or(Chars::one('3')).or(Chars::one('5')).or(Chars::one('7')).or(Chars::one('9')),
+                    )
+                }
+                Some("non-negative" | "nonnegative" | "unsigned") => {}
+                _ => break,
+            }
+            used += 1;
+        }
         let digits = match self.lower(at + used).as_deref() {
-            Some("hexadecimal" | "hex") => Some(Chars::hex(None)),
+            Some("hexadecimal" | "hex") if last_digit.is_none() => Some(Chars::hex(None)),
             Some("octal") => Some(Chars::range('0', '7')),
             Some("binary") => Some(Chars::range('0', '1')),
             Some("decimal" | "whole") => Some(Chars::digits()),
@@ -1112,7 +1216,12 @@ impl Reader<'_> {
             digits = listed;
             used += 2 + length;
         }
-        let core = format!("{}+", digits.atom());
+        let core = match last_digit {
+            // Parity of a decimal number of the digits 0-9 only (not `made of` a few of them).
+            Some(last) if digits == Chars::digits() => format!("{}*{}", digits.atom(), last.atom()),
+            Some(_) => return None,
+            None => format!("{}+", digits.atom()),
+        };
         let (mut before, mut after) = (String::new(), String::new());
         if self.is(at + used, "with") {
             used += 1;
@@ -1139,6 +1248,9 @@ impl Reader<'_> {
                 } else if lower == "fraction"
                     || (lower == "fractional" || lower == "decimal") && self.is(part + 1, "part")
                 {
+                    if last_digit.is_some() {
+                        return None;
+                    }
                     after.push_str(&wrap(format!("\\.{}+", Chars::digits().atom())));
                     if lower == "fraction" {
                         1
@@ -1215,7 +1327,7 @@ impl Reader<'_> {
             let words: Vec<String> = self.words[element_at..].to_vec();
             // The element is read up to `separated by` or the end of what a piece reads.
             let stop = words.iter().position(|word| word == "separated" || word == "joined").unwrap_or(words.len());
-            let mut inner = Reader { words: &words[..stop], case: self.case };
+            let mut inner = Reader { words: &words[..stop], case: self.case, shapes: self.shapes };
             let found = inner.piece(0)?;
             self.case = inner.case;
             found
@@ -1434,6 +1546,27 @@ mod tests {
             ("a word: letters only", Some(r"^[a-zA-Z]+$")),
             ("a key: 4 groups of 2 to 3 digits separated by dots", Some(r"^[0-9]{2,3}(?:\.[0-9]{2,3}){3}$")),
             ("a code: 3 or 6 digits not starting with 0", None),
+            ("a note: a * then a space then text", Some(r"^\* .+$")),
+            ("an even non-negative integer", Some(r"^[0-9]*[02468]$")),
+            ("a count: an odd number with an optional sign", Some(r"^[+-]?[0-9]*[13579]$")),
+            ("an even hex number", None),
+            (
+                "a phone number written as 555-123-4567 or (555) 123-4567",
+                Some(r"^(?:[0-9]{3}-[0-9]{3}-[0-9]{4}|\([0-9]{3}\) [0-9]{3}-[0-9]{4})$"),
+            ),
+            ("a part formatted as 12.345", Some(r"^[0-9]{2}\.[0-9]{3}$")),
+            // Outside `written as`, a shape is no word the reader knows.
+            ("a part: 12.345", None),
+            (
+                "a name: a lowercase letter first then letters or digits with at least one uppercase letter",
+                Some(r"^[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*$"),
+            ),
+            ("a code: digits containing at least one 7", None),
+            ("a word: letters with at least one digit then a dot", Some(r"^[a-zA-Z0-9]*[0-9][a-zA-Z0-9]*\.$")),
+            ("a key: 8 letters with at least one digit", None),
+            ("an even number with a fraction", None),
+            ("a comment: // then any text", Some(r"^//.+$")),
+            ("a title: text in capitals", None),
             ("a postcode: 5 digits optionally followed by a hyphen and 4 digits", Some(r"^[0-9]{5}(?:-[0-9]{4})?$")),
             ("a price: digits then optionally a dot and two digits then a space", Some(r"^[0-9]+(?:\.[0-9]{2})? $")),
             ("a six-digit PIN", Some(r"^[0-9]{6}$")),
