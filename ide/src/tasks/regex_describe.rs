@@ -94,6 +94,11 @@ pub(super) fn escape(ch: char) -> String {
 struct Chars(u128);
 
 impl Chars {
+    /// The characters of `text`.
+    fn of(text: &str) -> Chars {
+        text.chars().fold(Chars(0), |set, ch| set.or(Chars::one(ch)))
+    }
+
     fn range(low: char, high: char) -> Chars {
         Chars((low as u32..=high as u32).fold(0, |bits, code| bits | 1 << code))
     }
@@ -585,8 +590,7 @@ impl Reader<'_> {
         }
         let escaped: Vec<String> = options.iter().map(|option| option.chars().map(escape).collect()).collect();
         if options.iter().all(|option| option.chars().count() == 1) {
-            let chars =
-                options.iter().flat_map(|option| option.chars()).fold(Chars(0), |set, ch| set.or(Chars::one(ch)));
+            let chars = Chars::of(&options.concat());
             return Some((Piece::Chars { chars, count: Count::Exactly(1), first: None, optional: false }, used));
         }
         Some((Piece::pattern(group_of(&escaped)), used))
@@ -909,10 +913,8 @@ impl Reader<'_> {
                     digits += 1;
                     continue;
                 }
-                match digits {
-                    0 => {}
-                    1 => part.push_str("[0-9]"),
-                    n => part.push_str(&format!("[0-9]{{{n}}}")),
+                if digits > 0 {
+                    part.push_str(&Count::Exactly(digits).repeat(&Chars::digits().atom(), false));
                 }
                 digits = 0;
                 if ch != ' ' {
@@ -1178,16 +1180,8 @@ impl Reader<'_> {
         let mut last_digit: Option<Chars> = None;
         loop {
             match self.lower(at + used).as_deref() {
-                Some("even") if last_digit.is_none() => {
-                    last_digit = Some(
-                        Chars::one('0').or(Chars::one('2')).or(Chars::one('4')).or(Chars::one('6')).or(Chars::one('8')),
-                    )
-                }
-                Some("odd") if last_digit.is_none() => {
-                    last_digit = Some(
-                        Chars::one('1').or(Chars::one('3')).or(Chars::one('5')).or(Chars::one('7')).or(Chars::one('9')),
-                    )
-                }
+                Some("even") if last_digit.is_none() => last_digit = Some(Chars::of("02468")),
+                Some("odd") if last_digit.is_none() => last_digit = Some(Chars::of("13579")),
                 Some("non-negative" | "nonnegative" | "unsigned") => {}
                 _ => break,
             }
