@@ -674,6 +674,23 @@ fn a_function_that_reads_files_is_not_run_and_an_early_return_is_a_mutant_too() 
     assert!(outcome.title.contains("catch 1 of 1 mutants"), "{}", outcome.title);
 }
 
+/// Functions named like the probe's own items (roman's `from` was shadowed by the probe's `let from`).
+const NAMED_LIKE_THE_PROBE: &str = "/// The number a word names: `from(\"two\")` is `Some(2)`.\npub fn from(word: &str) -> Option<u8> {\n    match word {\n        \"one\" => Some(1),\n        \"two\" => Some(2),\n        _ => None,\n    }\n}\n\npub fn report(count: usize) -> String {\n    if count == 1 { \"1 item\".to_owned() } else { format!(\"{count} items\") }\n}\n\npub fn probe(depth: u32) -> bool {\n    depth > 3\n}\n";
+
+#[test]
+fn functions_named_like_the_probes_own_items_are_characterised() {
+    cache_home();
+    let dir = temp_crate("exec_characterise_names", NAMED_LIKE_THE_PROBE);
+    let file = dir.join("src/lib.rs");
+    for (at, call) in
+        [("from(word", "from(\"two\"), Some(2)"), ("report(count", "report(1)"), ("probe(depth", "probe(")]
+    {
+        let outcome = generate_tests(&file, NAMED_LIKE_THE_PROBE, at, &[]);
+        assert!(outcome.verified(), "{at}: {outcome:?}");
+        assert!(outcome.changes[0].insert.contains(call), "{at}: {}", outcome.changes[0].insert);
+    }
+}
+
 #[test]
 fn typescript_probes_load_the_packages_dependencies_and_assert_what_two_runs_agree_on() {
     cache_home();

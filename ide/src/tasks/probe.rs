@@ -801,7 +801,9 @@ async fn probe_rust(
                 .ok_or_else(|| format!("cargo test --no-run built no test binary: {}", last_line(&built.stderr)))?;
             let step = Step {
                 program: executable,
-                args: ["spark_probe::probe", "--nocapture", "--test-threads=1", "-q"].map(str::to_owned).to_vec(),
+                args: ["spark_probe::__spark_probe", "--nocapture", "--test-threads=1", "-q"]
+                    .map(str::to_owned)
+                    .to_vec(),
                 dir: project.crate_dir.clone(),
                 label: "the probe",
             };
@@ -962,11 +964,11 @@ fn rust_probe_module(text: &str, calls: &[String], live: &[usize], no_std: bool)
     let mark = pure::PROBE_MARK;
     out.push_str(&format!(
         "#[cfg(test)]\n#[allow(warnings, clippy::all)]\nmod spark_probe {{\n    use super::*;\n    {std}\n    \
-         fn report(idx: usize, result: std::thread::Result<String>) {{\n        match result {{\n            \
+         fn __spark_report(idx: usize, result: std::thread::Result<String>) {{\n        match result {{\n            \
          Ok(debug) if debug.len() <= {max} => println!(\"{mark} {{idx}} ok {{debug:?}}\"),\n            \
          Ok(_) => println!(\"{mark} {{idx}} big\"),\n            Err(_) => println!(\"{mark} {{idx}} panic\"),\n        \
-         }}\n    }}\n    #[test]\n    fn probe() {{\n        std::panic::set_hook(Box::new(|_| {{}}));\n        \
-         let from: usize = std::env::var(\"{from}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0);\n",
+         }}\n    }}\n    #[test]\n    fn __spark_probe() {{\n        std::panic::set_hook(Box::new(|_| {{}}));\n        \
+         let __spark_from: usize = std::env::var(\"{from}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0);\n",
         std = if no_std { STD_IN_NO_STD } else { "" },
         max = pure::MAX_DEBUG_LEN,
         from = pure::FROM_VAR,
@@ -975,7 +977,7 @@ fn rust_probe_module(text: &str, calls: &[String], live: &[usize], no_std: bool)
     for idx in live {
         let call = &calls[*idx];
         out.push_str(&format!(
-            "        if from <= {idx} {{ println!(\"{mark} {idx} start\"); report({idx}, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {call})))); }}\n"
+            "        if __spark_from <= {idx} {{ println!(\"{mark} {idx} start\"); __spark_report({idx}, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| format!(\"{{:?}}\", {call})))); }}\n"
         ));
     }
     out.push_str("    }\n}\n");
