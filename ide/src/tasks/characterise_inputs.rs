@@ -388,6 +388,9 @@ pub struct Literals {
     /// As written, quotes included.
     pub strings: Vec<String>,
     pub chars: Vec<String>,
+    /// Code spans of the function's comments and doc comment (`// Example: `Sunday, 06-Nov-94 08:49:37 GMT``)
+    /// that read as data, not as a name or a call: the text between the backticks.
+    pub spans: Vec<String>,
 }
 
 pub fn literals(function: Node, source: &str) -> Literals {
@@ -409,6 +412,7 @@ pub fn literals(function: Node, source: &str) -> Literals {
                 found.strings.push(text.to_owned());
             }
             "char_literal" if !found.chars.iter().any(|seen| seen == text) => found.chars.push(text.to_owned()),
+            "line_comment" | "block_comment" | "comment" => add_spans(text, &mut found.spans),
             _ => {}
         }
         // Children pushed last to first, so that they are visited in document order.
@@ -416,7 +420,30 @@ pub fn literals(function: Node, source: &str) -> Literals {
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
     }
+    // The doc comment above the function (its examples of valid input).
+    let mut above = function.prev_sibling();
+    while let Some(node) = above.filter(|node| matches!(node.kind(), "line_comment" | "block_comment" | "comment")) {
+        add_spans(&source[node.byte_range()], &mut found.spans);
+        above = node.prev_sibling();
+    }
     found
+}
+
+/// The code spans of a comment that read as data: not a name or a path (`Self::new`), not a call or an
+/// expression with brackets (`from("XIV")`, `Some(2)`, whose calls are found as calls), at most 60 bytes.
+fn add_spans(comment: &str, spans: &mut Vec<String>) {
+    for (idx, span) in comment.split('`').enumerate() {
+        let data = idx % 2 == 1
+            && !span.is_empty()
+            && span.len() <= 60
+            && !span.contains(['\n', '(', '[', '{', '"', '\''])
+            && !(span.starts_with(|ch: char| ch.is_alphabetic() || ch == '_')
+                && span.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == ':' || ch == '.'))
+            && span.chars().any(|ch| ch.is_alphanumeric());
+        if data && !spans.iter().any(|seen| seen == span) && spans.len() < 4 {
+            spans.push(span.to_owned());
+        }
+    }
 }
 
 /// `values` (of a parameter of type `ty`) with the function's literals of that kind added: each integer and its
@@ -428,6 +455,7 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
             values.push(value);
         }
     };
+    let byte = lang == Lang::Rust && ty == "u8";
     let integer = match lang {
         Lang::Rust => matches!(
             ty,
@@ -449,6 +477,24 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
                 }
             }
         }
+        // A byte compared with byte literals (`b'k' | b'K'`, `x.wrapping_sub(b'0')`): those bytes.
+        if byte {
+            for value in found.chars.iter().filter(|value| value.starts_with("b'")).take(8) {
+                push(value.clone());
+            }
+        }
+        return;
+    }
+    if lang == Lang::Rust && split_reference(ty).1 == "[u8]" {
+        // Bytes: the function's byte strings, its ASCII strings and comment spans as bytes.
+        let strings = found.strings.iter().filter_map(|value| match value.strip_prefix('b') {
+            Some(bytes) => Some(bytes.to_owned()),
+            None => value.is_ascii().then(|| value.clone()).filter(|value| value.starts_with('"')),
+        });
+        let spans = found.spans.iter().filter(|span| span.is_ascii()).map(|span| rust_string(span));
+        for value in strings.take(8).chain(spans) {
+            push(format!("b{value}"));
+        }
         return;
     }
     let text = match lang {
@@ -460,16 +506,26 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
         Lang::TypeScript | Lang::Tsx => (ty == "string").then_some(false),
     };
     if let Some(owned) = text {
-        for value in found.strings.iter().take(8) {
-            push(if owned { format!("{value}.to_string()") } else { value.clone() });
+        let strings = found.strings.iter().filter(|value| !value.starts_with('b')).take(8).cloned();
+        let spans = found.spans.iter().map(|span| match lang {
+            Lang::Rust => rust_string(span),
+            Lang::TypeScript | Lang::Tsx => serde_json::Value::String(span.clone()).to_string(),
+        });
+        for value in strings.chain(spans) {
+            push(if owned { format!("{value}.to_string()") } else { value });
         }
         return;
     }
     if lang == Lang::Rust && ty == "char" {
-        for value in found.chars.iter().take(8) {
+        for value in found.chars.iter().filter(|value| value.starts_with('\'')).take(8) {
             push(value.clone());
         }
     }
+}
+
+/// `text` as a Rust string literal.
+fn rust_string(text: &str) -> String {
+    format!("\"{}\"", text.escape_default())
 }
 
 /// The element type of a TypeScript array type: `T[]`, `readonly T[]`, `Array<T>`, `ReadonlyArray<T>`.

@@ -453,3 +453,50 @@ fn what_two_runs_of_an_object_agree_on() {
     assert!(!has_members("{href: \"/a\", search: \"?b\", state: {}}", partial));
     assert!(!has_members("NaN", partial));
 }
+
+#[test]
+fn parameters_known_by_their_bounds_get_values_of_the_target_or_typed_literals() {
+    let other = "pub struct Options { pub kilo: u64 }\npub const BINARY: Options = Options { kilo: 1024 };\n";
+    let under_test = "use crate::options::Options;\npub fn f(x: u8) {}\n";
+    let sources = Sources::new(Lang::Rust, vec![under_test.to_owned(), other.to_owned()]);
+    // A conversion into a number: that number's values, suffixed (an unsuffixed literal would be an `i32`).
+    assert_eq!(sources.rust_values("impl Into<u64>", "")[..3], ["0u64", "1u64", "2u64"]);
+    // Into the crate's own type: its values, borrowed too for `AsRef`; a constant the file under test does not
+    // name is reached through the crate's root.
+    let options = sources.rust_values("impl AsRef<Options>", "");
+    assert!(
+        options.contains(&"crate::BINARY".to_owned()) && options.contains(&"&crate::BINARY".to_owned()),
+        "{options:?}"
+    );
+    assert!(sources.rust_values("Options", "").contains(&"crate::BINARY".to_owned()));
+    let naming = Sources::new(Lang::Rust, vec!["use crate::BINARY;\n".to_owned(), other.to_owned()]);
+    assert_eq!(naming.rust_values("Options", "")[0], "BINARY");
+    // A trait Spark cannot read: typed literals of the standard types, for the compiler to choose from.
+    let header = "pub fn format_size<T: ToF64 + Unsigned>(input: T) -> String";
+    assert_eq!(sources.rust_values("T", header), TYPED_LITERALS);
+    assert_eq!(sources.rust_values("impl ToF64", ""), TYPED_LITERALS);
+    // Closures and unbounded types get none.
+    assert!(sources.rust_values("impl Fn(u8) -> u8", "").is_empty());
+    assert!(sources.rust_values("T", "fn g<T>(x: T)").is_empty());
+}
+
+#[test]
+fn bytes_and_strings_get_the_functions_byte_literals_and_comment_examples() {
+    let text = "/// Parses a date like `Sunday, 06-Nov-94 GMT`; see `Self::new` and `parse(\"x\")`.\n\
+        fn f(s: &[u8], t: &str, prefix: u8, c: char) -> bool {\n    // Example: `06:49`\n    \
+        s == b\"Monday\" || t == \"yes\" || prefix == b'k' || c == 'q' || prefix.wrapping_sub(b'0') < 10\n}\n";
+    let tree = tree(Lang::Rust, text);
+    let function = tree.root_node().named_child(1).unwrap();
+    assert_eq!(function.kind(), "function_item");
+    let found = literals(function, text);
+    assert_eq!(found.spans, ["06:49", "Sunday, 06-Nov-94 GMT"], "names and calls are not data");
+    let values = |ty: &str| {
+        let mut values = Vec::new();
+        add_literals(Lang::Rust, ty, &found, &mut values);
+        values
+    };
+    assert_eq!(values("&[u8]"), ["b\"Monday\"", "b\"yes\"", "b\"06:49\"", "b\"Sunday, 06-Nov-94 GMT\""]);
+    assert_eq!(values("&str"), ["\"yes\"", "\"06:49\"", "\"Sunday, 06-Nov-94 GMT\""]);
+    assert_eq!(values("u8")[..], ["9", "10", "11", "b'k'", "b'0'"]);
+    assert_eq!(values("char"), ["'q'"]);
+}

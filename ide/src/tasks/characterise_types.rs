@@ -17,6 +17,15 @@ mod ts;
 /// At most this many values of one of the project's own types.
 const MAX_VALUES: usize = 8;
 
+/// The standard library's number types.
+const NUMERIC: [&str; 14] =
+    ["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64"];
+
+/// Literals of the standard types, each with its type, for a parameter bound by a trait Spark cannot read: the
+/// compiler keeps those that satisfy it. Unsigned sizes first (the usual value is the third), then a negative,
+/// a float, a string, a character.
+pub const TYPED_LITERALS: [&str; 8] = ["0u64", "1u64", "1000u64", "1048576u64", "-1i64", "2.5f64", "\"hello\"", "'a'"];
+
 /// The source files of a crate or package, parsed: the file under test first.
 pub struct Sources {
     files: Vec<(String, Tree)>,
@@ -85,8 +94,56 @@ impl Sources {
                 }
             }
         }
+        if values.is_empty() && reference.is_empty() && depth < 2 {
+            values = self.rust_bounded(bare, header, depth);
+        }
         values.truncate(MAX_VALUES);
         values
+    }
+
+    /// Values of a parameter known only by its bounds. A conversion (`impl Into<u64>`, `T: AsRef<Options>`,
+    /// `Borrow<X>`): values of its target, numbers with their type's suffix (`1000u64`: an unsuffixed literal
+    /// would be an `i32`), the project's own values also borrowed. Any other trait (`impl ToF64 + Unsigned`, a
+    /// trait of the crate implemented by a macro): literals of the standard types, each typed, and the compiler
+    /// keeps those that satisfy the bounds (the probe drops an input it rejects).
+    fn rust_bounded(&self, ty: &str, header: &str, depth: usize) -> Vec<String> {
+        let bounds = super::type_bounds(ty, header);
+        let closure = ["Fn(", "FnMut(", "FnOnce(", "Iterator"].iter().any(|word| bounds.contains(word));
+        if bounds.trim_start_matches(':').trim().is_empty() || closure {
+            return Vec::new();
+        }
+        for conversion in ["Into<", "AsRef<", "Borrow<"] {
+            let Some(at) = bounds.find(conversion) else { continue };
+            let rest = &bounds[at + conversion.len()..];
+            let mut nesting = 0usize;
+            let end = rest.char_indices().find_map(|(idx, ch)| match ch {
+                '<' => {
+                    nesting += 1;
+                    None
+                }
+                '>' if nesting == 0 => Some(idx),
+                '>' => {
+                    nesting -= 1;
+                    None
+                }
+                _ => None,
+            });
+            let target = rest[..end.unwrap_or(rest.len())].trim();
+            let numeric = NUMERIC.contains(&target);
+            let mut values: Vec<String> = if numeric {
+                rust_values(target, header).into_iter().map(|value| format!("{value}{target}")).collect()
+            } else {
+                self.rust_values_at(target, header, depth + 1)
+            };
+            if conversion != "Into<" && !numeric {
+                let borrowed: Vec<String> = values.iter().map(|value| format!("&{value}")).collect();
+                values.extend(borrowed);
+            }
+            if !values.is_empty() {
+                return values;
+            }
+        }
+        TYPED_LITERALS.map(str::to_owned).to_vec()
     }
 
     /// A generic parameter bound by `IntoIterator<Item = X>` (or `Iterator`): vectors of values of `X`, of
@@ -129,16 +186,31 @@ impl Sources {
         found.into_iter().next()
     }
 
-    /// Constants and statics of type `ty` (spelt the same, lifetimes aside), by name.
+    /// Constants and statics of type `ty` (spelt the same, lifetimes aside), by name: as the file under test
+    /// names them where it defines or mentions them (an import), else through the crate's root (`crate::BINARY`,
+    /// as a crate re-exports its constants; one that is not is dropped by the compiler).
     fn rust_constants(&self, ty: &str) -> Vec<String> {
         let wanted = without_lifetimes(ty);
+        let under_test = self.files.first().map_or("", |(text, _)| text.as_str());
+        let mentioned = |name: &str| {
+            under_test.match_indices(name).any(|(at, _)| {
+                let word = |ch: char| ch.is_alphanumeric() || ch == '_';
+                !under_test[..at].ends_with(word) && !under_test[at + name.len()..].starts_with(word)
+            })
+        };
         self.collect(|node, text| {
             if !matches!(node.kind(), "const_item" | "static_item") {
                 return None;
             }
             let name = &text[node.child_by_field_name("name")?.byte_range()];
             let declared = &text[node.child_by_field_name("type")?.byte_range()];
-            (without_lifetimes(declared) == wanted).then(|| name.to_owned())
+            (without_lifetimes(declared) == wanted).then(|| {
+                if mentioned(name) {
+                    name.to_owned()
+                } else {
+                    format!("crate::{name}")
+                }
+            })
         })
     }
 

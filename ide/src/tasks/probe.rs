@@ -812,6 +812,9 @@ async fn probe_rust(
             return Ok(Probed { inputs, mutants, build_ms, run_ms: started.elapsed().as_millis() as u64 });
         }
         let mut progressed = false;
+        // The inputs' lines are those of this build: dropped together once all errors are read (removing one at
+        // a time would shift the next error onto its neighbour).
+        let mut dropped = BTreeSet::new();
         for error in &errors {
             let line = (error.line as usize).saturating_sub(1);
             if error.file != file_name {
@@ -820,8 +823,9 @@ async fn probe_rust(
             if line >= first_line {
                 let position = line - first_line;
                 if position < live.len() {
-                    tracing::debug!(call = %calls[live[position]], %error, "probe input dropped");
-                    live.remove(position);
+                    if dropped.insert(position) {
+                        tracing::debug!(call = %calls[live[position]], %error, "probe input dropped");
+                    }
                     progressed = true;
                     continue;
                 }
@@ -832,6 +836,9 @@ async fn probe_rust(
                 skip_mutants.extend(on_line);
                 progressed = true;
             }
+        }
+        for position in dropped.into_iter().rev() {
+            live.remove(position);
         }
         if !progressed {
             return Err(format!("the probe does not build: {}", errors[0]));
