@@ -691,6 +691,22 @@ fn functions_named_like_the_probes_own_items_are_characterised() {
     }
 }
 
+/// Parameters known only by their bounds, in the function's header or its `impl`'s.
+const BOUNDED: &str = "use std::ops::Add;\n\n#[derive(Debug, Clone, Copy, PartialEq)]\npub struct Size(pub u64);\n\nimpl From<u64> for Size {\n    fn from(bytes: u64) -> Self {\n        Size(bytes)\n    }\n}\n\npub fn kib(size: impl Into<u64>) -> u64 {\n    size.into() * 1024\n}\n\nimpl<T: Into<Size>> Add<T> for Size {\n    type Output = Size;\n    fn add(self, rhs: T) -> Size {\n        Size(self.0 + rhs.into().0)\n    }\n}\n";
+
+#[test]
+fn parameters_known_by_their_bounds_are_given_values_of_the_conversion_target() {
+    cache_home();
+    let dir = temp_crate("exec_characterise_bounds", BOUNDED);
+    let file = dir.join("src/lib.rs");
+    let outcome = generate_tests(&file, BOUNDED, "kib(size", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains("assert_eq!(kib(2u64), 2048);"), "{}", outcome.changes[0].insert);
+    let outcome = generate_tests(&file, BOUNDED, "add(self", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    assert!(outcome.changes[0].insert.contains(".add("), "{}", outcome.changes[0].insert);
+}
+
 #[test]
 fn typescript_probes_load_the_packages_dependencies_and_assert_what_two_runs_agree_on() {
     cache_home();

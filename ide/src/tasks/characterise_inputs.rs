@@ -600,7 +600,8 @@ pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
             return strings.iter().map(|value| value.to_string()).collect();
         }
         if rest == "[u8]" {
-            return ["b\"\"", "b\"a\"", "b\"hello\"", "b\"\\x00\\xff\\x10\""].map(str::to_owned).to_vec();
+            // (Digits last: a parser of numbers reads them, `s[0].wrapping_sub(b'0')`.)
+            return ["b\"\"", "b\"a\"", "b\"hello\"", "b\"\\x00\\xff\\x10\"", "b\"1994\""].map(str::to_owned).to_vec();
         }
         if let Some(element) = rest.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
             return slices(&rust_values(element, generics), "&[", "]");

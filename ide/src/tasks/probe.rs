@@ -98,7 +98,16 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     // An iterator is asserted on as the vector of what it yields; a type parameter collected from an iterator
     // (`-> T` with `T: FromIterator<char>`) as a `String` or a `Vec`.
     let header_end = function.child_by_field_name("body").map_or(function.end_byte(), |body| body.start_byte());
-    let header = &source[function.start_byte()..header_end];
+    // A method's header is read with its `impl`'s (`impl<T: Into<ByteUnit>> Add<T> for ByteUnit`), where the
+    // bounds of its type parameters may be.
+    let impl_header = function
+        .parent()
+        .and_then(|list| list.parent())
+        .filter(|item| lang == Lang::Rust && item.kind() == "impl_item")
+        .and_then(|item| Some(&source[item.start_byte()..item.child_by_field_name("body")?.start_byte()]))
+        .unwrap_or("");
+    let header = format!("{impl_header}\n{}", &source[function.start_byte()..header_end]);
+    let header = header.as_str();
     let writes_formatter = lang == Lang::Rust && own_parameters.iter().any(|p| pure::is_formatter(&p.ty));
     // `impl fmt::Display for T { fn fmt(&self, f) }` is called as its users call it, `format!("{}", t)`: its
     // inputs are the receivers alone.
