@@ -56,9 +56,28 @@ run_suite cargo "$cargo" test --release --workspace --no-fail-fast
 run_suite editors bash tests/editors/run.sh
 run_suite fuzz bash scripts/fuzz-smoke.sh
 
+# failures SUITE: one line per failed test of a suite's log, its name and where and why it panicked, so that the
+# last lines of a CI run say what failed without the logs (at most 12 lines per suite).
+failures() {
+  local log=$logs/$1.log
+  [ -f "$log" ] || return 0
+  case $1 in
+    cargo)
+      # A failed test's block, or a build error when no test ran.
+      awk '/^---- .* stdout ----$/ { name = $2; want = 1; next }
+           want && /panicked at/ { where = $0; sub(/.*panicked at /, "", where); getline why
+                                   print "    " name ": " where " " substr(why, 1, 160); want = 0; n++ }
+           /^error(\[E[0-9]+\])?: / && !n { print "    " substr($0, 1, 200); n++ }' "$log" | head -12
+      ;;
+    *) grep -E "FAIL |failed: " "$log" | head -12 | sed 's/^/    /' ;;
+  esac
+}
+
 echo
 for line in "${lines[@]}"; do
   echo "  $line"
+  suite=${line%%:*}
+  case $line in *" 0 failed"*) ;; *) failures "$suite" ;; esac
 done
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" = 0 ]
