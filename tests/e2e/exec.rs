@@ -758,3 +758,21 @@ fn characterisation_tests_for_typescript_run_with_node() {
     assert!(outcome.verified(), "{outcome:?}");
     assert!(outcome.changes[0].insert.contains("assert.deepStrictEqual(clamp("), "{}", outcome.changes[0].insert);
 }
+
+#[test]
+fn a_typescript_function_that_returns_a_function_is_asserted_on_through_its_calls() {
+    cache_home();
+    let dir = ts_package("exec-ts-returned-function");
+    let file = dir.join("src/scale.ts");
+    // Curried, and a combinator whose returned function is written in place.
+    let text = "export function scaleBy(factor: number): (value: number) => number {\n  if (factor < 0) return (value) => 0;\n  return (value) => value * factor + 1;\n}\n\nexport function repeat(step: (x: any) => any, times: number) {\n  return (x: number) => {\n    let out = x;\n    for (let i = 0; i < times; i++) out = step(out);\n    return out;\n  };\n}\n";
+    std::fs::write(&file, text).unwrap();
+    let outcome = generate_tests(&file, text, "scaleBy(factor", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert.deepStrictEqual(scaleBy(1)(2), 3);"), "{test}");
+    let outcome = generate_tests(&file, text, "repeat(step", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert.deepStrictEqual(repeat((_0: any) => _0 + 1, "), "{test}");
+}

@@ -500,3 +500,27 @@ fn bytes_and_strings_get_the_functions_byte_literals_and_comment_examples() {
     assert_eq!(values("u8")[..], ["9", "10", "11", "b'k'", "b'0'"]);
     assert_eq!(values("char"), ["'q'"]);
 }
+
+#[test]
+fn a_returned_function_is_given_arguments_and_functions_of_anything_compute_with_theirs() {
+    let file = "export type Func<T extends any[], R> = (...a: T) => R\n\
+        export type Unit = 'kb' | 'mb'\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    assert_eq!(sources.ts_returned_function_args(": (n: number) => string", &[]), ["0", "1", "2"]);
+    assert_eq!(
+        sources.ts_returned_function_args("(unit: Unit, n: number) => string", &[])[..2],
+        ["'kb', 0", "'mb', 0"]
+    );
+    // A rest parameter stands for one argument; `any` and bare type parameters for numbers and a string.
+    assert_eq!(sources.ts_returned_function_args("(...args: any[]) => R", &["R".to_owned()]), ["1", "2", "\"a\""]);
+    assert_eq!(sources.ts_returned_function_args("<T>(arg: T) => T", &[]), ["1", "2", "\"a\""]);
+    // The project's alias of a function type, and a function of no arguments.
+    assert_eq!(sources.ts_returned_function_args("Func<T, R>", &["T".to_owned(), "R".to_owned()]), ["1", "2", "\"a\""]);
+    assert_eq!(sources.ts_returned_function_args("() => void", &[]), [""]);
+    assert!(sources.ts_returned_function_args("string", &[]).is_empty());
+    assert!(sources.ts_returned_function_args("Unit", &[]).is_empty());
+    // A function argument that may return anything uses its own argument.
+    let functions = sources.ts_values("(b: B) => R", &["B".to_owned(), "R".to_owned()]);
+    assert_eq!(functions, ["(_0: any) => _0 + 1", "(_0: any) => _0 * 2", "(_0: any) => [_0]"]);
+    assert_eq!(sources.ts_values("() => number", &[])[0], "() => (0)");
+}

@@ -32,7 +32,19 @@ impl Sources {
         if let Some(returned) = function_return(ty).filter(|_| depth <= 2) {
             let parameters = ty[..ty.len() - returned.len()].trim_end().trim_end_matches("=>").trim_end();
             let names = (0..split_arguments_count(parameters)).map(|idx| format!("_{idx}")).collect::<Vec<_>>();
-            let values = match returned.trim() {
+            let returned = returned.trim();
+            // A function that may return anything (`(b: B) => R`) computes with its argument, so that what is
+            // made of it (composed, mapped, called twice) shows in the value: `(_0: any) => _0 + 1`.
+            let open = matches!(returned, "any" | "unknown") || type_parameters.iter().any(|tp| tp == returned);
+            if open && !names.is_empty() {
+                let typed = names.iter().map(|name| format!("{name}: any")).collect::<Vec<_>>().join(", ");
+                return ["+ 1", "* 2"]
+                    .iter()
+                    .map(|operation| format!("({typed}) => {} {operation}", names[0]))
+                    .chain([format!("({typed}) => [{}]", names[0])])
+                    .collect();
+            }
+            let values = match returned {
                 "void" | "undefined" => vec!["undefined".to_owned()],
                 returned => self.ts_values_at(returned, type_parameters, depth + 1),
             };
@@ -118,6 +130,75 @@ impl Sources {
             Some(TsDefinition::Class(None)) => values,
             None => self.ts_builtin_values(name, &arguments, &type_parameters, depth),
         }
+    }
+
+    /// Argument lists (`"1, \"a\""`, without parentheses) for the function a TypeScript function returns, when
+    /// its return type `ty` is a function type (`(a: A) => R`, `<T>(arg: T) => T`, or the project's alias of one,
+    /// `Func<T, R>`): values of its parameter types, a rest parameter's element standing for one argument and an
+    /// `any` for numbers and a string. Empty when `ty` is not a function's type.
+    pub fn ts_returned_function_args(&self, ty: &str, type_parameters: &[String]) -> Vec<String> {
+        self.ts_returned_function_args_at(ty.trim().trim_start_matches(':').trim(), type_parameters, 0)
+    }
+
+    fn ts_returned_function_args_at(&self, ty: &str, type_parameters: &[String], depth: usize) -> Vec<String> {
+        let mut type_parameters = type_parameters.to_vec();
+        // `<T>(arg: T) => T`: its own type parameters are bare ones.
+        let ty = match ty.strip_prefix('<') {
+            Some(rest) => {
+                let close = at_depth(ty).find(|(_, ch, depth)| *ch == '>' && *depth == 0).map_or(0, |(at, ..)| at);
+                if close == 0 {
+                    return Vec::new();
+                }
+                for parameter in split_top_level(&rest[..close - 1], &[',']) {
+                    let name = parameter.split_whitespace().next().unwrap_or("");
+                    type_parameters.push(name.to_owned());
+                }
+                ty[close + 1..].trim()
+            }
+            None => ty,
+        };
+        if function_return(ty).is_none() {
+            // `Func<T, R>`: an alias of a function type, resolved once or twice.
+            let (name, arguments) = name_and_arguments(ty);
+            if depth > 1 || name.is_empty() || !name.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$') {
+                return Vec::new();
+            }
+            return match self.ts_definitions(name).into_iter().next() {
+                Some(TsDefinition::Alias { value, parameters }) => {
+                    let (aliased, unbound) = bind(&parameters, &arguments, &value);
+                    type_parameters.extend(unbound);
+                    self.ts_returned_function_args_at(aliased.trim(), &type_parameters, depth + 1)
+                }
+                _ => Vec::new(),
+            };
+        }
+        let close = at_depth(ty).find(|(_, ch, depth)| *ch == ')' && *depth == 0).map_or(0, |(at, ..)| at);
+        let inner = ty[1..close].trim().trim_end_matches(',');
+        let mut options: Vec<Vec<String>> = Vec::new();
+        for parameter in split_top_level(inner, &[',']).into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, declared) = match at_depth(parameter).find(|(_, ch, depth)| *ch == ':' && *depth == 0) {
+                Some((colon, ..)) => (parameter[..colon].trim(), parameter[colon + 1..].trim()),
+                None => (parameter, "any"),
+            };
+            let rest = name.starts_with("...");
+            let element = if rest { ts_array_element(declared).unwrap_or("any") } else { declared };
+            let values = if matches!(element, "any" | "unknown") || type_parameters.iter().any(|tp| tp == element) {
+                RETURNED_ANY.map(str::to_owned).to_vec()
+            } else {
+                self.ts_values(element, &type_parameters)
+            };
+            if values.is_empty() {
+                return Vec::new();
+            }
+            options.push(values.into_iter().take(3).collect());
+            if rest {
+                break;
+            }
+        }
+        if options.is_empty() {
+            return vec![String::new()];
+        }
+        combine_few(&options)
     }
 
     /// Values of the standard library's types the project does not define: typed arrays, `ArrayBuffer`,
@@ -390,6 +471,10 @@ fn member_parts(member: &str) -> Option<(&str, &str, bool)> {
 }
 
 /// Values of `any`, `unknown` or an unconstrained type parameter: one or two of each kind.
+/// What an `any` argument of a returned function is given: numbers and a string, the values such functions
+/// (composed, curried, bound) most often compute with.
+const RETURNED_ANY: [&str; 3] = ["1", "2", "\"a\""];
+
 pub const ANY_VALUES: [&str; 14] =
     ["undefined", "null", "0", "1", "-1", "\"\"", "\"a\"", "true", "false", "[]", "[1, 2]", "{}", "{ a: 1 }", "NaN"];
 

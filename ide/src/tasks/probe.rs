@@ -161,6 +161,10 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
     // Values of the parameter types, combined: a TypeScript function with overload signatures is called as they
     // say (its implementation's `any` would give calls the type checker refuses).
     let overloads = if lang == Lang::Rust { Vec::new() } else { ts_overloads(function, source, name) };
+    // A TypeScript function that returns a function (composed, curried, bound) is asserted on through what that
+    // function returns: its calls are also made with argument lists for the returned function.
+    let returned_args =
+        if lang == Lang::Rust { Vec::new() } else { returned_function_args(function, &overloads, source, &sources) };
     let signatures = if overloads.is_empty() { vec![function] } else { overloads };
     for signature in signatures {
         let parameters = pure::parameters(signature, source).unwrap_or_default();
@@ -228,7 +232,10 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
             for call in &calls {
                 let args = call.strip_prefix('(').and_then(|rest| rest.strip_suffix(')')).unwrap_or(call);
                 let observed = returns_void.then(|| pure::observing_ts_arguments(name, args, &parameter_names));
-                push_new(&mut whole, vec![observed.flatten().unwrap_or_else(|| format!("{name}{call}"))]);
+                let plain = observed.flatten().unwrap_or_else(|| format!("{name}{call}"));
+                let applied = returned_args.iter().map(|inner| format!("{plain}({inner})")).collect();
+                push_new(&mut whole, vec![plain]);
+                push_new(&mut whole, applied);
             }
             whole.into_iter().take(MAX_INPUTS).collect()
         }
@@ -407,6 +414,64 @@ fn ts_overloads<'t>(
         previous = node.prev_named_sibling();
     }
     found.reverse();
+    found
+}
+
+/// Argument lists (without parentheses) for the function a TypeScript function returns, where its return type
+/// (its own or an overload's) is a function type or it returns a function written in place (`return (x) => …`,
+/// `(a) => (b) => …`); at most three. Empty for a function that returns no function.
+fn returned_function_args(
+    function: spark_grammars::tree_sitter::Node,
+    overloads: &[spark_grammars::tree_sitter::Node],
+    source: &str,
+    sources: &pure::Sources,
+) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for signature in std::iter::once(&function).chain(overloads) {
+        let Some(returned) = signature.child_by_field_name("return_type") else { continue };
+        let type_parameters = pure::ts_type_parameters(*signature, source);
+        push_new(&mut found, sources.ts_returned_function_args(&source[returned.byte_range()], &type_parameters));
+    }
+    // Functions written where the value is returned: an arrow's expression body, or a `return`'s value.
+    let mut returned_functions = Vec::new();
+    match function.child_by_field_name("body") {
+        Some(body) if body.kind() == "arrow_function" => returned_functions.push(body),
+        Some(body) if body.kind() == "statement_block" => {
+            let mut stack = vec![body];
+            while let Some(node) = stack.pop() {
+                let mut cursor = node.walk();
+                let children: Vec<_> = node.named_children(&mut cursor).collect();
+                if node.kind() == "return_statement" {
+                    returned_functions.extend(
+                        children.iter().filter(|child| {
+                            matches!(child.kind(), "arrow_function" | "function_expression" | "function")
+                        }),
+                    );
+                    continue;
+                }
+                stack.extend(children.into_iter().filter(|child| {
+                    !matches!(
+                        child.kind(),
+                        "function_declaration" | "function_expression" | "function" | "arrow_function" | "class"
+                    )
+                }));
+            }
+        }
+        _ => {}
+    }
+    let type_parameters = pure::ts_type_parameters(function, source);
+    for returned in returned_functions {
+        let parameters = match (returned.child_by_field_name("parameters"), returned.child_by_field_name("parameter")) {
+            (Some(list), _) => source[list.byte_range()].to_owned(),
+            (None, Some(one)) => format!("({})", &source[one.byte_range()]),
+            (None, None) => continue,
+        };
+        let generics =
+            returned.child_by_field_name("type_parameters").map_or("", |generics| &source[generics.byte_range()]);
+        let ty = format!("{generics}{parameters} => unknown");
+        push_new(&mut found, sources.ts_returned_function_args(&ty, &type_parameters));
+    }
+    found.truncate(3);
     found
 }
 
