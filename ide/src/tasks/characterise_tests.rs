@@ -384,10 +384,10 @@ fn typescript_types_of_the_package_get_values() {
 fn a_void_typescript_function_is_asserted_on_through_the_objects_it_was_given() {
     let names = ["query".to_owned(), "at".to_owned()];
     assert_eq!(
-        observing_ts_arguments("markChanged", "{ state: \"idle\", count: 1 }, 2", &names).as_deref(),
+        observing_ts_arguments("touchQuery", "{ state: \"idle\", count: 1 }, 2", &names).as_deref(),
         Some(
-            "(() => { const query: Parameters<typeof markChanged>[0] = { state: \"idle\", count: 1 }; \
-             markChanged(query, 2); return query; })()"
+            "(() => { const query: Parameters<typeof touchQuery>[0] = { state: \"idle\", count: 1 }; \
+             touchQuery(query, 2); return query; })()"
         )
     );
     let names = ["view".to_owned(), "offset".to_owned(), "values".to_owned()];
@@ -503,7 +503,7 @@ fn bytes_and_strings_get_the_functions_byte_literals_and_comment_examples() {
 
 #[test]
 fn a_returned_function_is_given_arguments_and_functions_of_anything_compute_with_theirs() {
-    let file = "export type Func<T extends any[], R> = (...a: T) => R\n\
+    let file = "export type Handler<Req, Res> = (request: Req) => Res\n\
         export type Unit = 'kb' | 'mb'\n";
     let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
     assert_eq!(sources.ts_returned_function_args(": (n: number) => string", &[]), ["0", "1", "2"]);
@@ -512,15 +512,19 @@ fn a_returned_function_is_given_arguments_and_functions_of_anything_compute_with
         ["'kb', 0", "'mb', 0"]
     );
     // A rest parameter stands for one argument; `any` and bare type parameters for numbers and a string.
-    assert_eq!(sources.ts_returned_function_args("(...args: any[]) => R", &["R".to_owned()]), ["1", "2", "\"a\""]);
-    assert_eq!(sources.ts_returned_function_args("<T>(arg: T) => T", &[]), ["1", "2", "\"a\""]);
+    assert_eq!(
+        sources.ts_returned_function_args("(...values: any[]) => Out", &["Out".to_owned()]),
+        ["1", "2", "\"a\""]
+    );
+    assert_eq!(sources.ts_returned_function_args("<V>(value: V) => V[]", &[]), ["1", "2", "\"a\""]);
     // The project's alias of a function type, and a function of no arguments.
-    assert_eq!(sources.ts_returned_function_args("Func<T, R>", &["T".to_owned(), "R".to_owned()]), ["1", "2", "\"a\""]);
+    let params = ["Req".to_owned(), "Res".to_owned()];
+    assert_eq!(sources.ts_returned_function_args("Handler<Req, Res>", &params), ["1", "2", "\"a\""]);
     assert_eq!(sources.ts_returned_function_args("() => void", &[]), [""]);
     assert!(sources.ts_returned_function_args("string", &[]).is_empty());
     assert!(sources.ts_returned_function_args("Unit", &[]).is_empty());
     // A function argument that may return anything uses its own argument.
-    let functions = sources.ts_values("(b: B) => R", &["B".to_owned(), "R".to_owned()]);
+    let functions = sources.ts_values("(item: Item) => Out", &["Item".to_owned(), "Out".to_owned()]);
     assert_eq!(functions, ["(_0: any) => _0 + 1", "(_0: any) => _0 * 2", "(_0: any) => [_0]"]);
     assert_eq!(sources.ts_values("() => number", &[])[0], "() => (0)");
 }

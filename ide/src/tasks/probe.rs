@@ -1187,14 +1187,14 @@ mod tests {
 
     #[test]
     fn a_return_type_collected_from_an_iterator_is_given_one() {
-        let header = "fn encode_to_iter<T: iter::FromIterator<char>>(table: &'static [u8; 16], source: &[u8]) -> T";
+        let header = "fn spell_digits<T: iter::FromIterator<char>>(names: &'static [u8; 10], input: &[u8]) -> T";
         assert_eq!(collected_type("T", header).as_deref(), Some("String"));
         let header = "fn f<C>(n: u8) -> C where C: FromIterator<Option<u8>>";
         assert_eq!(collected_type("C", header).as_deref(), Some("Vec<Option<u8>>"));
         assert_eq!(collected_type("T", "fn g<T: Default>() -> T"), None);
-        let header = "fn from_hex<T: FromIterator<u8>>(&self) -> Result<T, FromHexError>";
-        assert_eq!(collected_type("Result<T, FromHexError>", header).as_deref(), Some("Result<Vec<u8>, FromHexError>"));
-        assert_eq!(collected_type("Result<u8, FromHexError>", header), None);
+        let header = "fn read_bytes<T: FromIterator<u8>>(&self) -> Result<T, ReadError>";
+        assert_eq!(collected_type("Result<T, ReadError>", header).as_deref(), Some("Result<Vec<u8>, ReadError>"));
+        assert_eq!(collected_type("Result<u8, ReadError>", header), None);
         let calls = pure::with_callees_and_args(
             &["f".to_owned()],
             &["(1)".to_owned()],

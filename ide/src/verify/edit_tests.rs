@@ -14,15 +14,15 @@ fn macro_errors(test_code: &str) -> usize {
 #[test]
 fn expected_values_of_the_wrong_kind_are_refused() {
     let ts =
-        "export function isValidTimeout(value: unknown): value is number {\n  return typeof value === 'number';\n}";
-    let check = |code: &str| check_expected_values(Lang::TypeScript, ts, code, "isValidTimeout");
+        "export function isEvenCount(value: unknown): value is number {\n  return typeof value === 'number' && value % 2 === 0;\n}";
+    let check = |code: &str| check_expected_values(Lang::TypeScript, ts, code, "isEvenCount");
     assert_eq!(
-        check("  assert.equal(isValidTimeout(1), 2);"),
+        check("  assert.equal(isEvenCount(1), 2);"),
         Err(Rejection::WrongExpectedKind { returns: "a boolean", expected: "2".to_owned() })
     );
-    assert_eq!(check("  assert.equal(isValidTimeout(1), true);"), Ok(()));
-    assert_eq!(check("  expect(isValidTimeout(Infinity)).toBe(false);"), Ok(()));
-    assert!(check("  expect(isValidTimeout(f(1, 2))).toBe('no');").is_err());
+    assert_eq!(check("  assert.equal(isEvenCount(1), true);"), Ok(()));
+    assert_eq!(check("  expect(isEvenCount(Infinity)).toBe(false);"), Ok(()));
+    assert!(check("  expect(isEvenCount(f(1, 2))).toBe('no');").is_err());
     let rust = "pub fn total(xs: &[u32]) -> u32 {\n    xs.iter().sum()\n}";
     let check = |code: &str| check_expected_values(Lang::Rust, rust, code, "total");
     assert_eq!(check("        assert_eq!(total(&[1, 2]), 3);"), Ok(()));
@@ -46,21 +46,23 @@ fn expected_values_of_the_wrong_kind_are_refused() {
 
 #[test]
 fn tests_that_call_what_the_file_does_not_have_are_refused() {
-    let file = "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport compose from \"./compose\";\n";
+    let file = "import { test } from \"node:test\";\nimport assert from \"node:assert/strict\";\nimport pipeline from \"./pipeline\";\n";
     let calls = |code: &str| callee(Lang::TypeScript, &format!("{file}{code}"), code);
     assert_eq!(calls("test(\"c\", () => {\n  assert.equal(add(2, 3), 5);\n});"), Some("add".to_owned()));
-    assert_eq!(calls("test(\"c\", () => {\n  assert.equal(compose()(1), 1);\n});"), None);
+    assert_eq!(calls("test(\"c\", () => {\n  assert.equal(pipeline()(1), 1);\n});"), None);
     assert_eq!(
-        calls("test(\"c\", () => {\n  const twice = (x: number) => 2 * x;\n  assert.equal(compose(twice)(1), 2);\n});"),
+        calls(
+            "test(\"c\", () => {\n  const twice = (x: number) => 2 * x;\n  assert.equal(pipeline(twice)(1), 2);\n});"
+        ),
         None
     );
-    assert_eq!(calls("test(\"c\", () => {\n  const f = (g: any) => g(1);\n  expect(Number(f(compose)));\n});"), None);
-    let unknown_enum = "test(\"c\", () => {\n  assert.equal(compose(RetryPolicy.OPEN), false);\n});";
+    assert_eq!(calls("test(\"c\", () => {\n  const f = (g: any) => g(1);\n  expect(Number(f(pipeline)));\n});"), None);
+    let unknown_enum = "test(\"c\", () => {\n  assert.equal(pipeline(RetryPolicy.OPEN), false);\n});";
     assert_eq!(calls(unknown_enum), Some("RetryPolicy".to_owned()));
-    let framework = "test(\"c\", () => {\n  assert.equal(compose(test.retryPolicy), false);\n});";
+    let framework = "test(\"c\", () => {\n  assert.equal(pipeline(test.retryPolicy), false);\n});";
     assert_eq!(calls(framework), Some("test.retryPolicy".to_owned()));
-    assert_eq!(calls("test.skip(\"c\", () => {\n  assert.equal(compose(), 1);\n});"), None);
-    let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(compose(x, Math.PI), { x });\n});";
+    assert_eq!(calls("test.skip(\"c\", () => {\n  assert.equal(pipeline(), 1);\n});"), None);
+    let locals = "test(\"c\", () => {\n  const xs = [1, 2];\n  for (const x of xs) assert.equal(pipeline(x, Math.PI), { x });\n});";
     assert_eq!(calls(locals), None);
     let rust_file = "use std::collections::HashMap;\npub fn total(xs: &[u32]) -> u32 { xs.iter().sum() }\nfn helper() -> u32 { 1 }\n";
     let rust = |code: &str| callee(Lang::Rust, &format!("{rust_file}{code}"), code);
