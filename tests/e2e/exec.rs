@@ -691,6 +691,27 @@ fn functions_named_like_the_probes_own_items_are_characterised() {
     }
 }
 
+/// String functions whose answer turns on a length they compare with, or on byte offsets that are not character
+/// boundaries.
+const STRINGS: &str = "/// The label, cut to six characters and an ellipsis when it is longer.\npub fn ellipsis(label: &str) -> String {\n    if label.chars().count() > 6 {\n        let cut: String = label.chars().take(6).collect();\n        cut + \"…\"\n    } else {\n        label.to_owned()\n    }\n}\n\n/// At most the first four bytes of `text`, cut back to a character boundary.\npub fn head(text: &str) -> &str {\n    let mut end = text.len().min(4);\n    while !text.is_char_boundary(end) {\n        end -= 1;\n    }\n    &text[..end]\n}\n";
+
+#[test]
+fn string_inputs_come_as_long_as_the_lengths_compared_with_and_with_wide_characters() {
+    cache_home();
+    let dir = temp_crate("exec_characterise_strings", STRINGS);
+    let file = dir.join("src/lib.rs");
+    // Seven characters, one more than the length compared with, are cut: the mutant `> 7` is caught.
+    let outcome = generate_tests(&file, STRINGS, "ellipsis(label", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert_eq!(ellipsis(\"abcdefg\"), \"abcdef…\");"), "{test}");
+    // A four-byte character straddling byte four is what tells `end -= 1` from `end -= 2`.
+    let outcome = generate_tests(&file, STRINGS, "head(text", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("assert_eq!(head(\"a😀\"), \"a\");"), "{test}");
+}
+
 /// Parameters known only by their bounds, in the function's header or its `impl`'s.
 const BOUNDED: &str = "use std::ops::Add;\n\n#[derive(Debug, Clone, Copy, PartialEq)]\npub struct Size(pub u64);\n\nimpl From<u64> for Size {\n    fn from(bytes: u64) -> Self {\n        Size(bytes)\n    }\n}\n\npub fn kib(size: impl Into<u64>) -> u64 {\n    size.into() * 1024\n}\n\nimpl<T: Into<Size>> Add<T> for Size {\n    type Output = Size;\n    fn add(self, rhs: T) -> Size {\n        Size(self.0 + rhs.into().0)\n    }\n}\n";
 

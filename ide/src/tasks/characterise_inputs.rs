@@ -511,7 +511,17 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
             Lang::Rust => rust_string(span),
             Lang::TypeScript | Lang::Tsx => serde_json::Value::String(span.clone()).to_string(),
         });
-        for value in strings.chain(spans) {
+        // A string function's small integers are most often lengths and indices (`s.len() > MAX`, `&s[..3]`):
+        // strings one shorter, as long and one longer, where its comparisons and slices change their answer.
+        let lengths = found
+            .integers
+            .iter()
+            .filter(|value| (1..=LENGTHS_UP_TO).contains(*value))
+            .take(4)
+            .flat_map(|value| [value - 1, *value, value + 1])
+            .filter(|length| *length > 0)
+            .map(|length| format!("\"{}\"", &LETTERS[..length as usize]));
+        for value in strings.chain(spans).chain(lengths) {
             push(if owned { format!("{value}.to_string()") } else { value });
         }
         return;
@@ -522,6 +532,15 @@ pub fn add_literals(lang: Lang, ty: &str, found: &Literals, values: &mut Vec<Str
         }
     }
 }
+
+/// The longest string made for a length the function compares with, and what it is made of.
+const LENGTHS_UP_TO: i64 = 24;
+const LETTERS: &str = "abcdefghijklmnopqrstuvwxyz";
+
+/// Strings of characters wider than a byte (a two-byte letter inside a word, a four-byte one after a letter),
+/// so that byte offsets and character counts differ: what a function that slices by bytes or counts characters
+/// must get right.
+const WIDE_STRINGS: [&str; 2] = ["\"naïve café\"", "\"a😀\""];
 
 /// `text` as a Rust string literal.
 fn rust_string(text: &str) -> String {
@@ -542,7 +561,7 @@ pub fn ts_values(ty: &str) -> Vec<String> {
     let ty = ty.trim();
     let strings = ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\""];
     match ty {
-        "string" => return strings.map(str::to_owned).to_vec(),
+        "string" => return strings.iter().chain(&WIDE_STRINGS).map(|value| value.to_string()).collect(),
         "number" => return ["0", "1", "2", "-1", "7", "10", "100", "2.5"].map(str::to_owned).to_vec(),
         "boolean" => return vec!["true".into(), "false".into()],
         "bigint" => return ["0n", "1n", "10n"].map(str::to_owned).to_vec(),
@@ -574,8 +593,9 @@ pub fn ts_values(ty: &str) -> Vec<String> {
 /// `generics` is the function's header, where a type parameter's bounds are read.
 pub fn rust_values(ty: &str, generics: &str) -> Vec<String> {
     let ty = ty.trim();
-    let strings =
+    let ascii =
         ["\"\"", "\"a\"", "\"hello\"", "\"Hello World\"", "\"foo_bar-baz\"", "\"abc123\"", "\"x y\\tz\"", "\"a\\0b\""];
+    let strings: Vec<&str> = ascii.iter().chain(&WIDE_STRINGS).copied().collect();
     let as_owned = |values: &[&str]| values.iter().map(|value| format!("{value}.to_string()")).collect();
     if is_formatter(ty) {
         // Called inside a `Display` implementation that hands it its formatter (`CallShape::Displayed`).
