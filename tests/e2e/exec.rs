@@ -797,3 +797,17 @@ fn a_typescript_function_that_returns_a_function_is_asserted_on_through_its_call
     let test = &outcome.changes[0].insert;
     assert!(test.contains("assert.deepStrictEqual(repeat((_0: any) => _0 + 1, "), "{test}");
 }
+
+#[test]
+fn a_class_typed_parameter_is_given_objects_with_the_members_the_function_reads() {
+    cache_home();
+    let dir = ts_package("exec-ts-class-members");
+    let file = dir.join("src/job.ts");
+    // A class Spark cannot construct (its runner has no values): `isFinished` reads `job.progress.phase`.
+    let text = "export type Phase = 'idle' | 'busy' | 'done';\n\nexport interface Progress {\n  phase: Phase;\n  steps: number;\n}\n\nexport class Job {\n  progress: Progress = { phase: 'idle', steps: 0 };\n  constructor(private readonly runner: { run(): Promise<void> }) {}\n}\n\nexport function isFinished(job: Job): boolean {\n  return job.progress.phase === 'done';\n}\n";
+    std::fs::write(&file, text).unwrap();
+    let outcome = generate_tests(&file, text, "isFinished(job", &[]);
+    assert!(outcome.verified(), "{outcome:?}");
+    let test = &outcome.changes[0].insert;
+    assert!(test.contains("isFinished({ progress: { phase: 'done' } as any } as any), true"), "{test}");
+}

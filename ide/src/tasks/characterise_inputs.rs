@@ -570,9 +570,10 @@ pub fn ts_values(ty: &str) -> Vec<String> {
     if let Some(element) = ts_array_element(ty) {
         return slices(&ts_values(element), "[", "]");
     }
-    // A union of literal types: each literal.
+    // A union of literal types: each literal. Not a `|` inside brackets (`Omit<T, 'a' | 'b'>`): a union within a
+    // generic type is the project's types' to read (`Sources::ts_values`).
     let parts: Vec<&str> = ty.split('|').map(str::trim).filter(|part| !part.is_empty()).collect();
-    if parts.len() > 1 {
+    if parts.len() > 1 && !ty.contains(['<', '(', '{', '[']) {
         let mut values = Vec::new();
         for part in parts {
             let literal = part.starts_with(['"', '\''])

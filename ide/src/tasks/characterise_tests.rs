@@ -420,7 +420,40 @@ fn a_type_spark_cannot_make_is_stood_in_for_by_the_members_the_function_reads() 
     let values = sources.ts_partial_values("State", &used, &[]);
     assert!(values.len() >= 2 && values.iter().all(|value| value.starts_with("{ count: ")), "{values:?}");
     assert!(sources.ts_partial_values("State", &["missing".to_owned()], &[]).is_empty());
-    assert!(sources.ts_partial_values("State", &[], &[]).is_empty());
+    assert_eq!(sources.ts_partial_values("State", &[], &[]), ["{} as any"], "nothing read: an empty object");
+}
+
+#[test]
+fn a_class_instance_is_stood_in_for_by_the_member_paths_the_function_reads() {
+    let file = "type Phase = 'idle' | 'busy' | 'done'\n\
+                interface Progress { phase: Phase; steps: number }\n\
+                export class Job<T = unknown> {\n  progress: Progress;\n  label?: string;\n  static count: number;\n  \
+                constructor(private runner: Runner<T>) {}\n  get size(): number { return 1 }\n  \
+                retry(times: number): boolean { return times > 0 }\n}\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    // `job.progress.phase`: the progress is stood in for by its phase alone.
+    let values = sources.ts_partial_values("Job", &["progress.phase".to_owned()], &[]);
+    for phase in ["'idle'", "'busy'", "'done'"] {
+        assert!(values.contains(&format!("{{ progress: {{ phase: {phase} }} as any }} as any")), "{values:?}");
+    }
+    // A member read whole takes whole values of its type; a getter is a field, a method a function.
+    let values = sources.ts_partial_values("Job", &["progress".to_owned(), "progress.steps".to_owned()], &[]);
+    assert!(values.iter().all(|value| value.starts_with("{ progress: { phase: ")), "{values:?}");
+    let values = sources.ts_partial_values("Job", &["size".to_owned(), "retry".to_owned()], &[]);
+    assert!(
+        values.iter().all(|value| value.starts_with("{ size: ") && value.contains("retry: (_0) => (")),
+        "{values:?}"
+    );
+    let values = sources.ts_partial_values("Job", &["label".to_owned()], &[]);
+    assert!(values.contains(&"{} as any".to_owned()), "an optional member is also absent: {values:?}");
+    assert!(
+        sources.ts_partial_values("Job", &["count".to_owned()], &[]).is_empty(),
+        "a static member is not an instance's"
+    );
+    // A path past what the type declares falls back to whole values of the member it starts from.
+    let values = sources.ts_partial_values("Job", &["progress.missing".to_owned()], &[]);
+    assert!(!values.is_empty() && values.iter().all(|value| value.contains("steps: ")), "{values:?}");
+    assert!(sources.ts_partial_values("Job", &["missing.phase".to_owned()], &[]).is_empty());
 }
 
 #[test]
@@ -531,4 +564,22 @@ fn a_returned_function_is_given_arguments_and_functions_of_anything_compute_with
     let functions = sources.ts_values("(item: Item) => Out", &["Item".to_owned(), "Out".to_owned()]);
     assert_eq!(functions, ["(_0: any) => _0 + 1", "(_0: any) => _0 * 2", "(_0: any) => [_0]"]);
     assert_eq!(sources.ts_values("() => number", &[])[0], "() => (0)");
+}
+
+#[test]
+fn indexed_access_types_and_arrays_of_unions_of_objects_have_values() {
+    let file = "type Key = number | string | bigint\ninterface Item { key: Key; index: number }\n";
+    let sources = Sources::new(Lang::TypeScript, vec![file.to_owned()]);
+    // `Item['key']` is the member's type.
+    let keys = sources.ts_values("Item['key']", &[]);
+    for key in ["0", "\"\"", "0n"] {
+        assert!(keys.contains(&key.to_owned()), "{keys:?}");
+    }
+    assert!(sources.ts_values("Item['missing']", &[]).is_empty());
+    // A union's parts take their turns; an array of the union holds objects and keys both.
+    let union = sources.ts_values("Item | Item['key']", &[]);
+    assert!(union[0].starts_with("{ key: ") && union[1] == "0", "{union:?}");
+    let arrays = sources.ts_values("Array<Item | Item['key']>", &[]);
+    assert!(arrays.iter().any(|array| array.contains("{ key: ") && array.contains("\"\"")), "{arrays:?}");
+    assert!(sources.ts_values("Item[]", &[]).iter().any(|array| array.contains("{ key: ")));
 }

@@ -59,13 +59,21 @@ impl Sources {
             return vec![ty.to_owned()];
         }
         let mut values = if parts.len() > 1 { Vec::new() } else { ts_values(ty) };
-        if !values.is_empty() || depth > 3 {
+        if !values.is_empty() || depth > 4 {
             return values;
         }
+        // `Item['key']`: the values of the member's declared type.
+        if let Some((object, member)) = indexed_access(ty).filter(|_| parts.len() == 1) {
+            return match self.ts_member_type(object, member, 0) {
+                Some((member_ty, _)) => self.ts_values_at(&member_ty, type_parameters, depth + 1),
+                None => values,
+            };
+        }
         if parts.len() > 1 {
-            // Taken in turns from each part, so that the first few values are of every kind (`T | null`).
+            // Taken in turns from each part, so that the first few values are of every kind (`T | null`). A part
+            // is a strict piece of the text, so it takes no level of depth (an array of a union of objects).
             let per_part: Vec<Vec<String>> =
-                parts.iter().map(|part| self.ts_values_at(part, type_parameters, depth + 1)).collect();
+                parts.iter().map(|part| self.ts_values_at(part, type_parameters, depth)).collect();
             let longest = per_part.iter().map(Vec::len).max().unwrap_or(0);
             for idx in 0..longest {
                 for value in per_part.iter().filter_map(|values| values.get(idx)) {
@@ -120,14 +128,14 @@ impl Sources {
                 type_parameters.extend(unbound);
                 self.ts_object_values(&all, &type_parameters, depth)
             }
-            Some(TsDefinition::Class(Some(parameters))) => {
+            Some(TsDefinition::Class { constructor: Some(parameters), .. }) => {
                 let options: Vec<Vec<String>> = parameters
                     .iter()
                     .map(|ty| self.ts_values_at(ty, &type_parameters, depth + 1).into_iter().take(3).collect())
                     .collect();
                 combine_few(&options).into_iter().map(|args| format!("new {name}({args})")).collect()
             }
-            Some(TsDefinition::Class(None)) => values,
+            Some(TsDefinition::Class { constructor: None, .. }) => values,
             None => self.ts_builtin_values(name, &arguments, &type_parameters, depth),
         }
     }
@@ -375,29 +383,64 @@ impl Sources {
 
 impl Sources {
     /// Objects that stand for a value of `ty` when it has none of its own (a member of a type Spark cannot make:
-    /// a scope, a draft, a method): only the members `used` (those the function reads off its parameter), each
-    /// with values of its declared type (an optional one also absent), cast `as any`, since they are not whole
-    /// values of `ty`. Empty when a used member's type is not found or has no values.
+    /// a scope, a draft, a method, a class instance): only the members `used` (the paths the function reads off
+    /// its parameter, `state.status` for `query.state.status`), each with values of its declared type (an
+    /// optional one also absent), a member read only through its own members stood in for the same way, cast
+    /// `as any`, since they are not whole values of `ty`; `{} as any` when the function reads none of its
+    /// members. Empty when a used member's type is not found or has no values.
     pub fn ts_partial_values(&self, ty: &str, used: &[String], type_parameters: &[String]) -> Vec<String> {
         if used.is_empty() {
+            // A parameter read for none of its members (passed on, compared, called): an empty object.
+            return vec!["{} as any".to_owned()];
+        }
+        self.ts_partial_values_at(ty, used, type_parameters, 0)
+    }
+
+    fn ts_partial_values_at(&self, ty: &str, used: &[String], type_parameters: &[String], depth: usize) -> Vec<String> {
+        if used.is_empty() || depth > 3 {
             return Vec::new();
         }
+        // The paths grouped by their first member, in the order read: (member, read whole, the rest of each path).
+        let mut grouped: Vec<(String, bool, Vec<String>)> = Vec::new();
+        for path in used {
+            let (first, rest) = match path.split_once('.') {
+                Some((first, rest)) => (first, Some(rest)),
+                None => (path.as_str(), None),
+            };
+            let at = match grouped.iter().position(|(member, ..)| member == first) {
+                Some(at) => at,
+                None => {
+                    grouped.push((first.to_owned(), false, Vec::new()));
+                    grouped.len() - 1
+                }
+            };
+            match rest {
+                Some(rest) => grouped[at].2.push(rest.to_owned()),
+                None => grouped[at].1 = true,
+            }
+        }
         let mut fields: Vec<(String, Vec<String>)> = Vec::new();
-        for member in used {
-            let Some((member_ty, optional)) = self.ts_member_type(ty, member, 0) else { return Vec::new() };
-            let mut values: Vec<String> = self
-                .ts_values_at(&member_ty, type_parameters, 1)
-                .into_iter()
-                .filter(|value| value != "undefined")
-                .take(3)
-                .collect();
+        for (member, whole, deeper) in grouped {
+            let Some((member_ty, optional)) = self.ts_member_type(ty, &member, 0) else { return Vec::new() };
+            let whole_values = || -> Vec<String> {
+                self.ts_values_at(&member_ty, type_parameters, 1)
+                    .into_iter()
+                    .filter(|value| value != "undefined")
+                    .take(3)
+                    .collect()
+            };
+            let partial = || self.ts_partial_values_at(&member_ty, &deeper, type_parameters, depth + 1);
+            let mut values = if whole || deeper.is_empty() { whole_values() } else { partial() };
+            if values.is_empty() {
+                values = if whole || deeper.is_empty() { partial() } else { whole_values() };
+            }
             if optional {
                 values.insert(0, "undefined".to_owned());
             }
             if values.is_empty() {
                 return Vec::new();
             }
-            fields.push((member.clone(), values));
+            fields.push((member, values));
         }
         let longest = fields.iter().map(|(_, values)| values.len()).max().unwrap_or(0);
         let mut objects = Vec::new();
@@ -445,7 +488,9 @@ impl Sources {
                     .iter()
                     .find_map(|base| self.ts_member_type(&bind(&parameters, &arguments, base).0, member, depth + 1))
             }
-            TsDefinition::Class(_) => None,
+            TsDefinition::Class { members, parameters, .. } => {
+                member_of(&members, member).map(|(found, optional)| (bind(&parameters, &arguments, &found).0, optional))
+            }
         }
     }
 }
@@ -483,8 +528,10 @@ enum TsDefinition {
     Alias { value: String, parameters: Vec<(String, Option<String>)> },
     /// An interface: its members, type parameters and the types it extends.
     Object { members: String, parameters: Vec<(String, Option<String>)>, extends: Vec<String> },
-    /// A class's constructor parameter types (`Some(vec![])` for none); `None` when one is not plain.
-    Class(Option<Vec<String>>),
+    /// A class: its constructor's parameter types (`Some(vec![])` for none; `None` when one is not plain), its
+    /// typed fields and methods as an object type's members (`state: State<T>;`, `run: () => void;`), and its
+    /// type parameters.
+    Class { constructor: Option<Vec<String>>, members: String, parameters: Vec<(String, Option<String>)> },
 }
 
 impl Sources {
@@ -519,7 +566,11 @@ impl Sources {
                     let members = inner[1..inner.len().saturating_sub(1)].to_owned();
                     Some(TsDefinition::Object { members, parameters: parameters(), extends })
                 }
-                "class_declaration" => Some(TsDefinition::Class(class_constructor(node, text))),
+                "class_declaration" | "abstract_class_declaration" => Some(TsDefinition::Class {
+                    constructor: class_constructor(node, text),
+                    members: class_members(node, text),
+                    parameters: parameters(),
+                }),
                 _ => None,
             }
         })
@@ -612,6 +663,58 @@ fn class_constructor(class: Node, text: &str) -> Option<Vec<String>> {
         }
     }
     Some(types)
+}
+
+/// An indexed access type's object type and member: `Item['key']` → (`Item`, `key`); `None` for another type
+/// (an array `T[]`, a lookup by a type `T[K]`).
+fn indexed_access(ty: &str) -> Option<(&str, &str)> {
+    let inner = ty.strip_suffix("']").or_else(|| ty.strip_suffix("\"]"))?;
+    let open = at_depth(ty).filter(|(_, ch, depth)| *ch == '[' && *depth == 1).map(|(at, ..)| at).last()?;
+    let member = inner.get(open + 1..)?.strip_prefix(['\'', '"'])?;
+    let object = ty[..open].trim();
+    let plain = |text: &str| !text.is_empty() && text.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$');
+    (plain(member) && !object.is_empty()).then_some((object, member))
+}
+
+/// A class's typed fields and methods written as an object type's members, for the members a function reads
+/// off an instance: `state: State<T>;` (`?` kept), a method `run(a: A): R` as `run: (a: A) => R;`, a getter
+/// `get size(): number` as `size: number;`. Static members, and members without a declared type, are left out.
+fn class_members(class: Node, text: &str) -> String {
+    let Some(body) = class.child_by_field_name("body") else { return String::new() };
+    let mut out = String::new();
+    let mut cursor = body.walk();
+    for member in body.named_children(&mut cursor) {
+        let Some(name) = member.child_by_field_name("name") else { continue };
+        let key = &text[name.byte_range()];
+        let mut tokens = member.walk();
+        let words: Vec<&str> = member.children(&mut tokens).map(|child| &text[child.byte_range()]).collect();
+        if words.contains(&"static")
+            || key == "constructor"
+            || !key.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '$')
+        {
+            continue;
+        }
+        let optional = if words.contains(&"?") { "?" } else { "" };
+        match member.kind() {
+            "public_field_definition" => {
+                let Some(ty) = member.child_by_field_name("type") else { continue };
+                let ty = text[ty.byte_range()].trim_start_matches(':').trim();
+                out.push_str(&format!("{key}{optional}: {ty};\n"));
+            }
+            "method_definition" | "method_signature" | "abstract_method_signature" => {
+                let Some(returned) = member.child_by_field_name("return_type") else { continue };
+                let returned = text[returned.byte_range()].trim_start_matches(':').trim();
+                if words.contains(&"get") {
+                    out.push_str(&format!("{key}: {returned};\n"));
+                } else if !words.contains(&"set") {
+                    let Some(parameters) = member.child_by_field_name("parameters") else { continue };
+                    out.push_str(&format!("{key}{optional}: {} => {returned};\n", &text[parameters.byte_range()]));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A type's text with its `//` and `/* */` comments blanked out (string literal types kept as written): a

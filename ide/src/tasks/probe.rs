@@ -237,7 +237,17 @@ pub(super) async fn characterise(task: &Task<'_>, target: &Target<'_>) -> Result
                 push_new(&mut whole, vec![plain]);
                 push_new(&mut whole, applied);
             }
-            whole.into_iter().take(MAX_INPUTS).collect()
+            // One call that does not parse would stop the whole probe module from loading.
+            let mut parser = lang.parser();
+            whole
+                .into_iter()
+                .filter(|call| {
+                    parser
+                        .parse(format!("const probe = {call};\n"), None)
+                        .is_some_and(|tree| !tree.root_node().has_error())
+                })
+                .take(MAX_INPUTS)
+                .collect()
         }
     };
     let prepared_ms = started.elapsed().as_millis();
@@ -475,25 +485,33 @@ fn returned_function_args(
     found
 }
 
-/// The members a TypeScript function reads off its parameter `parameter` (`state.modified_`, `state?.parent_`),
-/// in order of first use.
+/// The members a TypeScript function reads off its parameter `parameter`, as paths in the order first read:
+/// `query.state.status` gives `state.status`, `options.retry` gives `retry`, `list.length` gives `length`.
 fn members_read(function: spark_grammars::tree_sitter::Node, source: &str, parameter: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let Some(body) = function.child_by_field_name("body") else { return found };
     let mut stack = vec![body];
     while let Some(node) = stack.pop() {
-        if node.kind() == "member_expression" {
-            let object = node.child_by_field_name("object");
-            let property = node.child_by_field_name("property");
-            if let (Some(object), Some(property)) = (object, property) {
-                let member = &source[property.byte_range()];
-                if object.kind() == "identifier"
-                    && &source[object.byte_range()] == parameter
-                    && property.kind() == "property_identifier"
-                    && !found.iter().any(|seen| seen == member)
-                {
-                    found.push(member.to_owned());
+        let object = node.child_by_field_name("object");
+        let starts_at_parameter = node.kind() == "member_expression"
+            && object.is_some_and(|object| object.kind() == "identifier" && &source[object.byte_range()] == parameter);
+        if starts_at_parameter {
+            // Up the chain while each is the next member's object: `parameter.a.b`.
+            let mut path: Vec<&str> = Vec::new();
+            let mut at = Some(node);
+            while let Some(member) = at.filter(|member| member.kind() == "member_expression") {
+                let Some(property) = member.child_by_field_name("property") else { break };
+                if property.kind() != "property_identifier" {
+                    break;
                 }
+                path.push(&source[property.byte_range()]);
+                at = member.parent().filter(|parent| {
+                    parent.child_by_field_name("object").is_some_and(|object| object.id() == member.id())
+                });
+            }
+            let path = path.join(".");
+            if !path.is_empty() && !found.contains(&path) {
+                found.push(path);
             }
         }
         let mut cursor = node.walk();
