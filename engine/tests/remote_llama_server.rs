@@ -68,16 +68,16 @@ async fn completions_against_llama_server() {
     let second = client.complete(request(&prefix, None, &stops, 24), CancellationToken::new()).await.unwrap();
     assert!(!second.text.is_empty(), "{second:?}");
     assert!(stops.iter().all(|stop| !second.text.contains(stop)), "{second:?}");
-    // FIXME: llama-server closes every connection after a streamed response (its chunked content provider
-    // returns false after `sink.done()`, which cpp-httplib takes for a cancel), so after the first completion
-    // each one opens a connection of its own; the client retries once when it picks a connection the server
-    // already closed. Against servers that keep streamed connections alive (the mock tests) they are reused.
-    // Counted from the first completion's own (one or two, above): in a CI run beside other work the first
-    // completion was once 2, and this one 3.
-    assert_eq!(
-        client.counters().n_connects,
-        after_first + 1,
-        "llama-server closed the connection after the streamed answer"
+    // llama-server usually closes a connection after a streamed response (its chunked content provider returns
+    // false after `sink.done()`, which cpp-httplib takes for a cancel), and sometimes keeps it (seen in one CI
+    // run: the second completion reused the first's connection); the client retries once when it picks a
+    // connection the server already closed. Asserted: the second completion opened at most one connection.
+    // Against servers that keep streamed connections alive (the mock tests) they are always reused.
+    let after_second = client.counters().n_connects;
+    assert!(
+        (after_first..=after_first + 1).contains(&after_second),
+        "the second completion opened {} connections",
+        after_second - after_first
     );
 
     // A stop that only the client knows (the fifth) cuts the text and closes the stream, so the server stops
@@ -88,7 +88,8 @@ async fn completions_against_llama_server() {
     let expected_cut = &first.text[..first.text.find(&client_only).unwrap()];
     assert_eq!((third.text.as_str(), third.stop), (expected_cut, RemoteStop::ClientStop), "{first:?}");
     client.complete(request(&prefix, None, &["\n"], 4), CancellationToken::new()).await.unwrap();
-    assert_eq!(client.counters().n_connects, after_first + 3, "one new connection per streamed completion");
+    let after_fourth = client.counters().n_connects;
+    assert!(after_fourth <= after_second + 2, "at most one new connection per streamed completion: {after_fourth}");
     assert_eq!(client.counters().n_requests, 4);
 
     // FIXME: llama-server's /v1/completions takes an OpenAI `suffix` but ignores it (this version never calls
